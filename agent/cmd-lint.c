@@ -1,0 +1,5 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "commands.h"
+int cmd_lint(int argc, char **argv) {
+        return EXIT_TROUBLE;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Layer 1 (pure): what bash makes of enroot.conf text, without running it.
+ *
+ * enroot loads enroot.conf with `bash -n FILE` (the whole file must parse),
+ * then for each line `IFS=$' \t=' read -r key value` and
+ * `export key="$(eval echo "${value}")"`. This module answers the two shell
+ * questions in that: would `bash -n` accept the text, and what does
+ * `eval echo VALUE` print when VALUE holds no live shell.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Live shell found in a value: the output depends on the environment or runs code. */
+typedef enum ShellLive {
+        SHELL_LIVE_COMMAND = 1u << 0,  /* $(...) or `...`: runs a command */
+        SHELL_LIVE_VARIABLE = 1u << 1, /* $NAME, ${...}, $1, $$, $((...)) */
+        SHELL_LIVE_GLOB = 1u << 2,     /* unquoted * ? [...]: pathname expansion */
+        SHELL_LIVE_CONTROL = 1u << 3, /* unquoted ; & | < > ( ): another command or a redirection */
+        SHELL_LIVE_BRACE = 1u << 4,   /* unquoted {a,b} or {1..3}: brace expansion */
+        SHELL_LIVE_TILDE = 1u << 5,   /* ~ at the start of a word: home directory */
+        SHELL_LIVE_ANSI_C = 1u << 6,  /* $'...' or $"..." quoting */
+        SHELL_LIVE_SYNTAX = 1u << 7,  /* eval itself would fail (unbalanced quote, ...) */
+} ShellLive;
+
+/* Not live, but worth a lint warning: the value's first word(s) are echo options
+ * (-n, -e, -E and combinations such as -ne) that echo consumes instead of printing. */
+#define SHELL_NOTE_ECHO_OPTION (1u << 16)
+/* Not live: an unquoted '#' starts a comment that removes the rest of the value. */
+#define SHELL_NOTE_COMMENT     (1u << 17)
+/* Not live: quotes or backslashes were removed. */
+#define SHELL_NOTE_QUOTES      (1u << 18)
+
+#define SHELL_LIVE_MASK        0xffffu
+
+/* Evaluates `eval echo VALUE` statically.
+ * value is one line (no newline) as `read -r` left it.
+ * *ret_flags receives ShellLive bits and SHELL_NOTE_* bits found.
+ * When (*ret_flags & SHELL_LIVE_MASK) == 0, *ret_output is a new string holding
+ * exactly what echo would print, without its trailing newline; otherwise
+ * *ret_output is NULL (the value can only be compared as text).
+ * Returns 0, or -ENOMEM. */
+int shell_eval_echo(const char *value, char **ret_output, unsigned *ret_flags);
+
+/* Would `bash -n` accept this text (len bytes, may lack a final newline)?
+ * Returns 0 when it would; -EINVAL when it would not, with *ret_line the
+ * 1-based line bash would report and *ret_message a static English reason
+ * (for example "unterminated double quote"). A NUL byte is skipped as bash
+ * skips it. Conservative: when unsure, report an error (never call a file
+ * that bash rejects valid). */
+int shell_check_syntax(const char *text, size_t len, unsigned *ret_line, const char **ret_message);
