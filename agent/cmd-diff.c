@@ -1,5 +1,145 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * aicr-enroot-agent diff [--format text|json] [--show-values] [--type conf|env]
+ *                        DESIRED RUNNING
+ */
+#include <fcntl.h>
+#include <getopt.h>
+
 #include "commands.h"
+#include "fileio.h"
+#include "log.h"
+#include "report.h"
+
+#define DIFF_MAX_OUTPUT_BYTES (64u * 1024u * 1024u)
+
+static void help(void) {
+        printf("Usage: aicr-enroot-agent diff [OPTIONS] DESIRED RUNNING\n\n"
+               "Compares two enroot.conf or two environ.d .env files as enroot reads them:\n"
+               "which keys were added, removed or changed, and whether each difference is\n"
+               "effective (drift) or only cosmetic (comments, order, spacing, quoting).\n\n"
+               "  --format text|json  output format (default text)\n"
+               "  --show-values       print the values too (they may be secrets)\n"
+               "  --type conf|env     file type (default: from the names)\n"
+               "  -h, --help          show this help\n\n"
+               "Exit status: 0 same or cosmetic only, 1 drift, 2 could not run.\n");
+}
+
+static int load(const char *path, DocType type, Document **ret) {
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        int r;
+
+        if (streq(path, "-"))
+                r = read_stream_bounded(STDIN_FILENO, DOCUMENT_MAX_BYTES, &data, &len);
+        else
+                r = read_file_at(AT_FDCWD, path, 0, DOCUMENT_MAX_BYTES, &data, &len);
+        if (r == -EFBIG)
+                return log_error_errno(r,
+                                       "Cannot read \"%s\": larger than %u bytes (1 MiB, the most "
+                                       "a ConfigMap can hold).",
+                                       path, DOCUMENT_MAX_BYTES);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read \"%s\": %m", path);
+
+        r = document_parse(type, data, len, ret);
+        if (r < 0)
+                return log_error_errno(r, "Cannot parse \"%s\": %m", path);
+        return 0;
+}
+
 int cmd_diff(int argc, char **argv) {
-        return EXIT_TROUBLE;
+        static const struct option options[] = {
+                {"format", required_argument, NULL, 'f'},
+                {"show-values", no_argument, NULL, 'v'},
+                {"type", required_argument, NULL, 't'},
+                {"help", no_argument, NULL, 'h'},
+                {},
+        };
+        _cleanup_(document_freep) Document *desired = NULL, *running = NULL;
+        _cleanup_(diff_freep) Diff *d = NULL;
+        ReportFormat format = REPORT_TEXT;
+        DocType type = _DOC_TYPE_INVALID;
+        bool show_values = false;
+        const char *a, *b;
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'f':
+                        format = report_format_from_string(optarg);
+                        if (format < 0) {
+                                log_error("--format: \"%s\" is not text or json.", optarg);
+                                return EXIT_TROUBLE;
+                        }
+                        break;
+                case 'v':
+                        show_values = true;
+                        break;
+                case 't':
+                        type = doc_type_from_string(optarg);
+                        if (type < 0) {
+                                log_error("--type: \"%s\" is not conf or env.", optarg);
+                                return EXIT_TROUBLE;
+                        }
+                        break;
+                case 'h':
+                        help();
+                        return EXIT_CLEAN;
+                default:
+                        log_error("Try \"aicr-enroot-agent diff --help\".");
+                        return EXIT_TROUBLE;
+                }
+        }
+        if (argc - optind != 2) {
+                log_error("diff takes two files, DESIRED and RUNNING. Try \"aicr-enroot-agent "
+                          "diff --help\".");
+                return EXIT_TROUBLE;
+        }
+        a = argv[optind];
+        b = argv[optind + 1];
+
+        if (type < 0) {
+                DocType ta = doc_type_from_name(a), tb = doc_type_from_name(b);
+                type = ta >= 0 ? ta : tb;
+                if (type < 0 || (tb >= 0 && tb != type)) {
+                        log_error("Cannot tell the file type of \"%s\" and \"%s\" from their "
+                                  "names: use --type conf or --type env.",
+                                  a, b);
+                        return EXIT_TROUBLE;
+                }
+        }
+
+        if (load(a, type, &desired) < 0 || load(b, type, &running) < 0)
+                return EXIT_TROUBLE;
+
+        r = diff_documents(desired, running, &d);
+        if (r < 0) {
+                log_error_errno(r, "Cannot compare \"%s\" with \"%s\": %m", a, b);
+                return EXIT_TROUBLE;
+        }
+
+        if (format == REPORT_JSON) {
+                json_t *o = report_diff_json(a, b, d, show_values);
+                if (!o || json_dumpf(o, stdout, JSON_INDENT(2)) < 0) {
+                        json_decref(o);
+                        (void) log_oom();
+                        return EXIT_TROUBLE;
+                }
+                json_decref(o);
+                putchar('\n');
+        } else {
+                StrBuf out = STRBUF_INIT(DIFF_MAX_OUTPUT_BYTES);
+                r = report_diff_text(&out, a, b, d, show_values);
+                if (r < 0) {
+                        strbuf_done(&out);
+                        log_error_errno(r, "Cannot render the diff: %m");
+                        return EXIT_TROUBLE;
+                }
+                fputs(strbuf_str(&out), stdout);
+                strbuf_done(&out);
+        }
+
+        return d->verdict == DIFF_DRIFT ? EXIT_FINDINGS : EXIT_CLEAN;
 }

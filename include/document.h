@@ -63,9 +63,12 @@ typedef struct Line {
 typedef struct Setting {
         const char *key;   /* borrowed from the winning Line */
         const char *value; /* borrowed: the effective value, or the raw text when dynamic */
-        unsigned line;
-        bool dynamic; /* depends on the environment or runs shell: compared as text */
-        bool unset;   /* conf: a false value ("no", "false", ...) that unsets an ENROOT_ key */
+        unsigned line;     /* the winning line */
+        unsigned n_lines;  /* how many lines define the key */
+        bool dynamic;      /* depends on the environment or runs shell: compared as text */
+        bool unset;        /* conf: a false value ("no", "false", ...) that unsets an ENROOT_ key */
+        bool empty;        /* the value is empty: enroot treats it as not set */
+        char *canon;       /* owned: what two settings must share to be equal for enroot */
 } Setting;
 
 typedef struct Document {

@@ -47,7 +47,7 @@ extern const char *const lint_job_scoped_keys[];
 int lint_document(const Document *d, const LintOptions *opts, Lint **ret);
 
 /* A file that could not be parsed at all (over the size cap): one finding. */
-int lint_oversized(size_t size, Lint **ret);
+int lint_oversized(Lint **ret);
 
 Lint *lint_free(Lint *l);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Lint *, lint_free);

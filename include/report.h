@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): renders lint findings and diffs as text or JSON into a
- * bounded buffer. Values appear only when the caller asks for them.
+ * Layer 1 (pure): renders lint findings and diffs as text or JSON.
+ * Values appear only when the caller asks for them (they may be secrets).
  */
 #pragma once
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "diff.h"
@@ -20,10 +21,20 @@ typedef enum ReportFormat {
 
 ReportFormat report_format_from_string(const char *s);
 
-/* "FILE:LINE: error[ID]: message" lines, one per finding. */
+/* Appends "FILE:LINE: error|warning[ID]: message" lines, one per finding
+ * ("FILE: ..." for findings about the whole file). */
 int report_lint_text(StrBuf *out, const char *file, const Lint *l);
 
-/* Appends the lines of a diff: "KEY: added|removed|changed (effective|cosmetic: why)",
- * with values when show_values. */
+/* Returns a new JSON object {"file", "type", "errors", "warnings", "findings": [...]},
+ * or NULL on -ENOMEM. type may be NULL. */
+json_t *report_lint_json(const char *file, const char *type, const Lint *l);
+
+/* Appends a verdict line for the pair, then one indented line per key:
+ * "  KEY: added|removed|changed[, cosmetic] (why)", with the values and their
+ * lines when show_values. */
 int report_diff_text(StrBuf *out, const char *desired_name, const char *running_name, const Diff *d,
                      bool show_values);
+
+/* Returns a new JSON object describing the diff, or NULL on -ENOMEM. */
+json_t *report_diff_json(const char *desired_name, const char *running_name, const Diff *d,
+                         bool show_values);

@@ -35,19 +35,50 @@ typedef enum ShellLive {
 
 #define SHELL_LIVE_MASK        0xffffu
 
-/* Evaluates `eval echo VALUE` statically.
- * value is one line (no newline) as `read -r` left it.
+/* Limits. Input cannot grow anything past these; crossing one is reported,
+ * never silently truncated.
+ * SHELL_MAX_NESTING: nested constructs ($(...), quotes inside ${...}, if/while/
+ *   case/{ }/( ) bodies, ...) deeper than this make shell_check_syntax() fail
+ *   with an "unsupported" message, so arbitrary input cannot exhaust the stack.
+ * SHELL_MAX_HEREDOCS: here-documents pending on one line; bash 5 itself stops
+ *   with "maximum here-document count exceeded" past 16.
+ * SHELL_MAX_HEREDOC_DELIM: bytes of a here-document delimiter after quote
+ *   removal; a longer one is reported as unsupported. */
+#define SHELL_MAX_NESTING       64u
+#define SHELL_MAX_HEREDOCS      16u
+#define SHELL_MAX_HEREDOC_DELIM 256u
+
+/* Evaluates `eval echo VALUE` statically, as bash 5 does in the C locale.
+ * value is one line (no newline) as `read -r` left it; any bytes are safe.
  * *ret_flags receives ShellLive bits and SHELL_NOTE_* bits found.
- * When (*ret_flags & SHELL_LIVE_MASK) == 0, *ret_output is a new string holding
- * exactly what echo would print, without its trailing newline; otherwise
- * *ret_output is NULL (the value can only be compared as text).
- * Returns 0, or -ENOMEM. */
+ * When (*ret_flags & SHELL_LIVE_MASK) == 0, *ret_output is a new string (the
+ * caller frees it) holding exactly what echo would print, without the newline
+ * echo adds (none is added under -n or after \c); otherwise *ret_output is NULL
+ * (the value can only be compared as text).
+ * Not applied here, since they belong to enroot's `$(...)` around the eval:
+ * stripping every trailing newline of the output. NUL bytes that `echo -e`
+ * would print (\0, \x0, \u0000) are dropped, as that `$(...)` drops them.
+ * Live beyond the header's list, to stay exact: `$` before a byte >= 0x80
+ * (a variable name in some locales) and `echo -e` escapes \u/\U above 0x7f
+ * (locale-dependent output, reported as SHELL_LIVE_ANSI_C).
+ * Conservative: brace sequences such as {a..} and tildes after any '=' or ':'
+ * are reported live even where bash would print them literally.
+ * Returns 0, or -ENOMEM (the outputs are then untouched). */
 int shell_eval_echo(const char *value, char **ret_output, unsigned *ret_flags);
 
 /* Would `bash -n` accept this text (len bytes, may lack a final newline)?
+ * Models bash 5.2's parser: quotes, $'...', backslashes and line continuations,
+ * $(...) parsed as commands, `...`, ${...}, $((...)), comments, operators and
+ * redirections, reserved words, if/while/until/for/select/case/{ }/( ),
+ * functions, ((...)), a=(...) and here-documents (an unterminated one is only
+ * a warning in bash, so it is accepted here too).
  * Returns 0 when it would; -EINVAL when it would not, with *ret_line the
  * 1-based line bash would report and *ret_message a static English reason
- * (for example "unterminated double quote"). A NUL byte is skipped as bash
- * skips it. Conservative: when unsure, report an error (never call a file
- * that bash rejects valid). */
+ * (for example "unterminated double quote"). A NUL byte in the first line
+ * (within its first 80 bytes) makes bash refuse the file as binary; any other
+ * NUL byte is skipped as bash skips it. Conservative: when unsure, report an
+ * error (never call a file that bash rejects valid); such messages start
+ * with "unsupported" (for example [[ ]], coproc, a here-document inside
+ * $(...), ${ cmd; } which bash 5.3 parses differently, nesting deeper than
+ * SHELL_MAX_NESTING). ret_line and ret_message are written only on -EINVAL. */
 int shell_check_syntax(const char *text, size_t len, unsigned *ret_line, const char **ret_message);

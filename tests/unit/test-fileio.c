@@ -1,2 +1,94 @@
-/* placeholder */
-int main(void) { return 77; }
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "fileio.h"
+#include "macro.h"
+
+static char dir[] = "/tmp/test-fileio.XXXXXX";
+static int dir_fd = -1;
+
+static int setup(void **state) {
+        if (!mkdtemp(dir))
+                return -1;
+        dir_fd = open(dir, O_DIRECTORY | O_CLOEXEC);
+        return dir_fd < 0 ? -1 : 0;
+}
+
+static int teardown(void **state) {
+        char cmd[sizeof dir + 16];
+        (void) snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        (void) close(dir_fd);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static void write_at(const char *name, const char *data, size_t len) {
+        int fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, data, len), (ssize_t) len);
+        assert_int_equal(close(fd), 0);
+}
+
+static void test_regular(void **state) {
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+
+        write_at("a", "x\0y", 3);
+        assert_int_equal(read_file_at(dir_fd, "a", 0, 3, &data, &len), 0);
+        assert_int_equal(len, 3);
+        assert_memory_equal(data, "x\0y", 4);
+}
+
+static void test_limits_and_types(void **state) {
+        char *data = NULL;
+        size_t len = 0;
+
+        write_at("big", "0123456789", 10);
+        assert_int_equal(read_file_at(dir_fd, "big", 0, 9, &data, &len), -EFBIG);
+        assert_null(data);
+        assert_int_equal(read_file_at(dir_fd, "missing", 0, 9, &data, &len), -ENOENT);
+        assert_int_equal(mkdirat(dir_fd, "sub", 0755), 0);
+        assert_int_equal(read_file_at(dir_fd, "sub", 0, 9, &data, &len), -EISDIR);
+        /* a FIFO never blocks the caller */
+        assert_int_equal(mkfifoat(dir_fd, "fifo", 0644), 0);
+        assert_int_equal(read_file_at(dir_fd, "fifo", 0, 9, &data, &len), -EBADFD);
+        /* O_NOFOLLOW refuses a symlink */
+        assert_int_equal(symlinkat("big", dir_fd, "link"), 0);
+        assert_int_equal(read_file_at(dir_fd, "link", O_NOFOLLOW, 100, &data, &len), -ELOOP);
+        assert_int_equal(read_file_at(dir_fd, "link", 0, 100, &data, &len), 0);
+        assert_int_equal(len, 10);
+        free(data);
+}
+
+static void test_stream(void **state) {
+        int p[2];
+        char *data = NULL;
+        size_t len = 0;
+
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        assert_int_equal(write(p[1], "abcdef", 6), 6);
+        assert_int_equal(close(p[1]), 0);
+        assert_int_equal(read_stream_bounded(p[0], 5, &data, &len), -EFBIG);
+        assert_int_equal(close(p[0]), 0);
+
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        assert_int_equal(write(p[1], "abcdef", 6), 6);
+        assert_int_equal(close(p[1]), 0);
+        assert_int_equal(read_stream_bounded(p[0], 6, &data, &len), 0);
+        assert_string_equal(data, "abcdef");
+        assert_int_equal(close(p[0]), 0);
+        free(data);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_regular),
+                cmocka_unit_test(test_limits_and_types),
+                cmocka_unit_test(test_stream),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
