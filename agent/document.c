@@ -534,10 +534,11 @@ static char *conf_canon(Line *const *defs, size_t n, size_t w, bool *ret_dynamic
 
                 for (size_t i = w; i < n; i++)
                         total += strlen(defs[i]->raw) + 1;
-                s = p = malloc(total);
+                s = malloc(total);
                 if (!s)
                         return NULL;
-                *p++ = '$'; /* never equal to a known value, which starts with '=' or '!' */
+                s[0] = '$'; /* never equal to a known value, which starts with '=' or '!' */
+                p = s + 1;
                 for (size_t i = w; i < n; i++) {
                         size_t k = strlen(defs[i]->raw);
                         memcpy(p, defs[i]->raw, k);
@@ -623,7 +624,8 @@ static int build_settings(Document *d) {
                 a = b;
         }
 
-        qsort(d->settings, d->n_settings, sizeof(Setting), compare_settings);
+        if (d->n_settings > 0)
+                qsort(d->settings, d->n_settings, sizeof(Setting), compare_settings);
         return 0;
 }
 

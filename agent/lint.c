@@ -47,7 +47,7 @@ static int add(Lint *l, unsigned line, Severity sev, const char *id, const char 
         *f = (Finding){.line = line, .severity = sev, .id = id};
 
         if (key) {
-                f->key = strdup(key);
+                f->key = strndup(key, LINT_MAX_KEY_BYTES);
                 if (!f->key)
                         return -ENOMEM;
         }
@@ -58,6 +58,8 @@ static int add(Lint *l, unsigned line, Severity sev, const char *id, const char 
                 free(f->key);
                 return -ENOMEM;
         }
+        if ((size_t) r > LINT_MAX_MESSAGE_BYTES)
+                memcpy(f->message + LINT_MAX_MESSAGE_BYTES - 3, "...", 4);
 
         l->n_findings++;
         if (sev == SEVERITY_ERROR)
@@ -343,7 +345,8 @@ int lint_document(const Document *d, const LintOptions *opts, Lint **ret) {
                         return r;
         }
 
-        qsort(l->findings, l->n_findings, sizeof(Finding), compare_findings);
+        if (l->n_findings > 0)
+                qsort(l->findings, l->n_findings, sizeof(Finding), compare_findings);
         *ret = TAKE_PTR(l);
         return 0;
 }

@@ -1,44 +1,74 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * aicr-enroot-agent: tells which pods run an enroot configuration that no
- * longer matches the ConfigMap, and why. main() only dispatches.
+ * longer matches the ConfigMap, and why. main() only dispatches: the daemon,
+ * the readiness probe, or a one-shot command.
  */
+#include "check.h"
 #include "commands.h"
+#include "httpd.h"
 #include "log.h"
+#include "manager.h"
+#include "options.h"
 
-static void usage(FILE *f) {
-        fprintf(f, "Usage: aicr-enroot-agent COMMAND [OPTIONS] [ARGS]\n\n"
-                   "Commands:\n"
-                   "  lint FILE...             report what enroot would refuse, ignore or misread\n"
-                   "  diff DESIRED RUNNING     compare two files as enroot reads them\n\n"
-                   "Options:\n"
-                   "  -h, --help               show this help\n"
-                   "  --version                show the version\n\n"
-                   "Run \"aicr-enroot-agent COMMAND --help\" for a command's options.\n");
+static int check_config(const Options *o) {
+        _cleanup_free_ char *error = NULL;
+        HttpdListen listen;
+
+        if (options_validate_daemon(o, &error) < 0 ||
+            httpd_parse_listen(o->listen, &listen, &error) < 0) {
+                log_error("%s", error ? error : "Out of memory.");
+                return EXIT_TROUBLE;
+        }
+        printf("The options are valid: %zu file(s), ConfigMap directory %s, listening on %s.\n",
+               o->n_files, o->desired_dir, o->listen);
+        return EXIT_SUCCESS;
+}
+
+static int run_daemon(const Options *o) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        _cleanup_free_ char *error = NULL;
+
+        if (options_validate_daemon(o, &error) < 0) {
+                log_error("%s. Try \"aicr-enroot-agent --help\".", error ? error : "Out of memory");
+                return EXIT_TROUBLE;
+        }
+        if (manager_new(o, &m) < 0 || manager_run(m) < 0)
+                return EXIT_FAILURE;
+        return EXIT_SUCCESS;
 }
 
 int main(int argc, char **argv) {
-        const char *cmd = argc > 1 ? argv[1] : NULL;
+        _cleanup_(options_done) Options o = {};
+        _cleanup_free_ char *error = NULL;
+        int r;
 
         log_setup();
 
-        if (!cmd) {
-                usage(stderr);
-                return EXIT_TROUBLE;
-        }
-        if (streq(cmd, "-h") || streq(cmd, "--help")) {
-                usage(stdout);
-                return EXIT_CLEAN;
-        }
-        if (streq(cmd, "--version")) {
-                printf("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
-                return EXIT_CLEAN;
-        }
-        if (streq(cmd, "lint"))
+        if (argc > 1 && streq(argv[1], "lint"))
                 return cmd_lint(argc - 1, argv + 1);
-        if (streq(cmd, "diff"))
+        if (argc > 1 && streq(argv[1], "diff"))
                 return cmd_diff(argc - 1, argv + 1);
 
-        log_error("Unknown command \"%s\". Try \"aicr-enroot-agent --help\".", cmd);
-        return EXIT_TROUBLE;
+        r = options_parse(argc, argv, &o, &error);
+        if (r < 0) {
+                log_error("%s. Try \"aicr-enroot-agent --help\".", error ? error : "Out of memory");
+                return EXIT_TROUBLE;
+        }
+        log_set_max_level(o.log_level);
+
+        switch (o.action) {
+        case ACTION_HELP:
+                fputs(options_help, stdout);
+                return EXIT_SUCCESS;
+        case ACTION_VERSION:
+                printf("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+                return EXIT_SUCCESS;
+        case ACTION_CHECK:
+                return check_run(o.listen, o.require_current, o.check_timeout_usec);
+        case ACTION_CHECK_CONFIG:
+                return check_config(&o);
+        default:
+                return run_daemon(&o);
+        }
 }

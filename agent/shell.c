@@ -191,6 +191,7 @@ static const char *const missing_message[_TOK_MAX] = {
 #define PST_COMPASSIGN  0x08u
 #define PST_ASSIGNOK    0x10u
 #define PST_CMDSUBST    0x20u
+#define PST_REDIRLIST   0x40u
 
 /* bash's check_binary_file() looks at the first read(2) of this many bytes. */
 #define BINARY_SAMPLE_BYTES 80u
@@ -444,6 +445,17 @@ static int sh_peekc(Shell *s, bool remove_newline) {
         return c;
 }
 
+/* A look ahead bash itself does not take: it must not move the line. */
+static int sh_peekc_quiet(Shell *s) {
+        size_t save = s->hiwater;
+        bool eof = s->eof_in_word;
+        int c = sh_peekc(s, true);
+
+        s->hiwater = save;
+        s->eof_in_word = eof;
+        return c;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Lexer */
 
@@ -493,8 +505,31 @@ static bool reserved_word_acceptable(const Shell *s, Tok t) {
         }
 }
 
+/* bash's parsing_redirection(): about to read a redirection's target. */
+static bool parsing_redirection(Tok t) {
+        switch (t) {
+        case TOK_LESS:
+        case TOK_GREATER:
+        case TOK_GREATER_GREATER:
+        case TOK_GREATER_BAR:
+        case TOK_LESS_GREATER:
+        case TOK_LESS_LESS_MINUS:
+        case TOK_LESS_LESS:
+        case TOK_LESS_LESS_LESS:
+        case TOK_LESS_AND:
+        case TOK_GREATER_AND:
+        case TOK_AND_GREATER:
+                return true;
+        default:
+                return false;
+        }
+}
+
 static bool command_token_position(const Shell *s, Tok t) {
+        /* While a simple command is only redirections so far (bash's
+         * PST_REDIRLIST), the next word may still be an assignment. */
         return t == TOK_ASSIGNMENT_WORD ||
+               ((s->pst & PST_REDIRLIST) && !parsing_redirection(t)) ||
                (t != TOK_SEMI_SEMI && t != TOK_SEMI_AND && t != TOK_SEMI_SEMI_AND &&
                 reserved_word_acceptable(s, t));
 }
@@ -528,8 +563,7 @@ static bool time_command_acceptable(const Shell *s) {
         case TOK_TIME:
         case TOK_TIMEOPT:
         case TOK_TIMEIGN:
-        case TOK_DOLPAREN:
-                return true;
+                return true; /* not right after "$(": bash 5.2 reads a word there */
         default:
                 return false;
         }
@@ -627,7 +661,7 @@ static int matched_pair(Shell *s, int qc, int open, int close, unsigned flags) {
                         if (ch == '(')
                                 r = comsub(s);
                         else if (ch == '{') {
-                                int n = sh_peekc(s, true);
+                                int n = sh_peekc_quiet(s);
                                 if (is_blank(n) || n == '\n' || n == '|')
                                         return unsupported(
                                                 s, "unsupported: ${ command; } (bash 5.3 runs it)");
@@ -683,8 +717,9 @@ static int gather_heredocs_internal(Shell *s) {
                          * backslash-newline join lines, and a backslash keep
                          * the next character. bash compares <<- lines before
                          * and after stripping their leading tabs. */
-                        size_t raw = 0, stripped = 0;
+                        size_t raw = 0, stripped = 0, after_delim = 0;
                         bool raw_ok = true, stripped_ok = true, leading = true, passnext = false;
+                        bool close_after = false, saw_close = false;
                         int c;
 
                         for (;;) {
@@ -707,14 +742,29 @@ static int gather_heredocs_internal(Shell *s) {
                                 if (leading && h->strip_tabs && c == '\t')
                                         continue;
                                 leading = false;
+                                if (c == ')')
+                                        saw_close = true;
+                                if (after_delim > 0 && c == ')')
+                                        close_after = true;
                                 if (stripped_ok && stripped < dlen && delim[stripped] == c)
                                         stripped++;
                                 else
                                         stripped_ok = false;
+                                if (stripped_ok && stripped == dlen && after_delim == 0)
+                                        after_delim = s->pos;
                         }
                         if (c == '\n' && ((raw_ok && raw == dlen) ||
                                           (h->strip_tabs && stripped_ok && stripped == dlen)))
                                 break;
+                        /* bash 5.2 inside $(...): a line that starts with the
+                         * delimiter and holds a ')' ends the document, and the
+                         * rest of the line is read again as commands. */
+                        if ((s->pst & PST_CMDSUBST) && (close_after || (dlen == 0 && saw_close))) {
+                                if (i + 1 < s->n_heredocs || dlen == 0)
+                                        return unsupported(s, "unsupported: here-document ended by `)'");
+                                s->pos = after_delim;
+                                break;
+                        }
                         if (c == EOF) {
                                 /* bash only warns: "here-document delimited by end-of-file" */
                                 s->n_heredocs = 0;
@@ -784,6 +834,8 @@ static int comsub(Shell *s) {
         size_t saved_start = s->word_start, saved_end = s->word_end;
         bool saved_quoted = s->word_quoted, saved_comment = s->saw_comment;
         bool saved_in_word = s->in_word;
+        Heredoc saved_heredocs[SHELL_MAX_HEREDOCS];
+        unsigned saved_n_heredocs;
         int r;
 
         if (sh_peekc(s, true) == '(') {
@@ -792,17 +844,22 @@ static int comsub(Shell *s) {
         }
 
         s->live |= SHELL_LIVE_COMMAND;
-        if (s->n_heredocs > 0)
-                return unsupported(s, "unsupported: $(...) on a line with a pending here-document");
 
         r = nest(s);
         if (r < 0)
                 return r;
 
+        /* bash keeps the here-documents of the enclosing line for the newline
+         * that ends it; those in $(...) are read at its own newlines. */
+        saved_n_heredocs = s->n_heredocs;
+        memcpy(saved_heredocs, s->heredocs, sizeof(Heredoc) * saved_n_heredocs);
+        s->n_heredocs = 0;
+
         s->in_word = false;
 
         /* A fresh parser state, as after the DOLPAREN token bash fakes. */
-        s->pst = (s->pst & ~(PST_CASEPAT | PST_COMPASSIGN | PST_ASSIGNOK | PST_ALLOWOPNBRC)) |
+        s->pst = (s->pst & ~(PST_CASEPAT | PST_COMPASSIGN | PST_ASSIGNOK | PST_ALLOWOPNBRC |
+                             PST_REDIRLIST)) |
                  PST_CMDSUBST;
         s->esacs_needed = s->expecting_in = 0;
         s->expecting_in_command = TOK_NONE;
@@ -824,7 +881,13 @@ static int comsub(Shell *s) {
                 if (s->cur != TOK_RPAREN)
                         return unexpected(s);
         }
+        if (s->n_heredocs > 0)
+                /* bash 5.2 reads it from the next line, then goes on with
+                 * the rest of this one */
+                return unsupported(s, "unsupported: here-document still open at the end of $(...)");
 
+        memcpy(s->heredocs, saved_heredocs, sizeof(Heredoc) * saved_n_heredocs);
+        s->n_heredocs = saved_n_heredocs;
         s->cur = saved_cur;
         s->last = saved_last;
         s->before = saved_before;
@@ -1128,7 +1191,7 @@ static int read_word_internal(Shell *s, int c, Tok *ret) {
 
                         if (peek == '(' || (c == '$' && (peek == '{' || peek == '['))) {
                                 if (peek == '{') {
-                                        int n = sh_peekc(s, true);
+                                        int n = sh_peekc_quiet(s);
 
                                         s->live |= SHELL_LIVE_VARIABLE;
                                         if (is_blank(n) || n == '\n' || n == '|')
@@ -1286,14 +1349,19 @@ static int dparen(Shell *s, size_t second, Tok *ret) {
 
                 /* make_arith_for_command() wants exactly three expressions,
                  * and says so once the whole for command is read. */
-                for (size_t i = start; i < s->pos; i++) {
-                        if (s->text[i] == ';')
+                for (size_t i = start; i < s->pos && i < s->len; i++) {
+                        char c = s->text[i];
+
+                        /* bash splits with skip_to_delim(), which skips
+                         * quotes and expansions: only a plain text counts */
+                        if (c == ';')
                                 semicolons++;
-                        else if (strchr("'\"\\`", s->text[i]))
+                        else if (c == '\'' || c == '"' || c == '`' || c == '\\' ||
+                                 (c == '$' && i + 1 < s->len && strchr("{([\'\"", s->text[i + 1])))
                                 quoting = true;
                 }
-                if (quoting && semicolons != 2)
-                        s->arith_for_error = "unsupported: quoted ';' in for ((...))";
+                if (quoting)
+                        s->arith_for_error = "unsupported: quotes or expansions in for ((...))";
                 else if (semicolons < 2)
                         s->arith_for_error = "syntax error: arithmetic expression required in for ((...))";
                 else if (semicolons > 2)
@@ -1312,9 +1380,10 @@ static int dparen(Shell *s, size_t second, Tok *ret) {
                         *ret = TOK_ARITH_CMD;
                         return 0;
                 }
-                s->pos = second; /* read it again as "( (" */
-                *ret = TOK_LPAREN;
-                return 0;
+                /* bash pushes the text back and reads "( (" instead, with
+                 * quirks of its own in what follows. */
+                (void) second;
+                return unsupported(s, "unsupported: (( not closed by )): write ( ( for nested subshells");
         }
         return 1;
 }
@@ -1582,8 +1651,6 @@ static int redirection(Shell *s) {
         }
 
         op = s->cur;
-        if ((op == TOK_LESS_LESS || op == TOK_LESS_LESS_MINUS) && (s->pst & PST_CMDSUBST))
-                return unsupported(s, "unsupported: here-document inside $(...)");
 
         r = next(s);
         if (r < 0)
@@ -1617,16 +1684,23 @@ static int redirection_list(Shell *s) {
         return 0;
 }
 
-static int simple_command(Shell *s) {
+/* words: the command has a word (or assignment) already. */
+static int simple_command(Shell *s, bool words) {
         for (;;) {
                 int r;
 
-                if (s->cur == TOK_WORD || s->cur == TOK_ASSIGNMENT_WORD)
+                if (s->cur == TOK_WORD || s->cur == TOK_ASSIGNMENT_WORD) {
+                        s->pst &= ~PST_REDIRLIST;
+                        words = true;
                         r = next(s);
-                else if (starts_redirection(s->cur))
+                } else if (starts_redirection(s->cur)) {
+                        if (!words)
+                                s->pst |= PST_REDIRLIST;
                         r = redirection(s);
-                else
+                } else {
+                        s->pst &= ~PST_REDIRLIST;
                         return 0;
+                }
                 if (r < 0)
                         return r;
         }
@@ -1885,11 +1959,12 @@ static int command(Shell *s) {
 
         switch (s->cur) {
         case TOK_WORD:
+                s->pst &= ~PST_REDIRLIST;
                 r = next(s);
                 if (r < 0)
                         return r;
                 if (s->cur != TOK_LPAREN)
-                        return simple_command(s);
+                        return simple_command(s, true);
                 /* NAME () function-body */
                 r = next(s);
                 if (r < 0)
@@ -1926,11 +2001,11 @@ static int command(Shell *s) {
                 return unsupported(s, "unsupported: coproc");
 
         case TOK_ASSIGNMENT_WORD:
-                return simple_command(s);
+                return simple_command(s, false);
 
         default:
                 if (starts_redirection(s->cur))
-                        return simple_command(s);
+                        return simple_command(s, false);
                 return shell_command(s);
         }
 }

@@ -82,6 +82,14 @@ static inline bool endswith(const char *s, const char *suffix) {
         return ls >= lx && memcmp(s + ls - lx, suffix, lx) == 0;
 }
 
+static inline const char *strnull(const char *s) {
+        return s ? s : "(null)";
+}
+
+static inline const char *strempty(const char *s) {
+        return s ? s : "";
+}
+
 /* Negative errno from the current errno, never 0 (a failed call that forgot errno). */
 static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;

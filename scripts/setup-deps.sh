@@ -3,7 +3,8 @@
 #
 # Installs the Debian packages that building, testing and CI need: the one list
 # of them. Does nothing (quickly) when every package is already installed.
-# Runs apt-get as root, through sudo when not root.
+# Runs apt-get as root, through sudo when not root. Recommends are left out:
+# they would add services (prometheus-node-exporter) and debug packages.
 set -euo pipefail
 
 packages=(
@@ -12,7 +13,9 @@ packages=(
         libsystemd-dev libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev libssl-dev
         # tests and CI cells
         libcmocka-dev bash valgrind cppcheck clang-format
+        jq                       # integration tests check the JSON output
         clang libclang-rt-14-dev # ASan/UBSan and libFuzzer runtimes
+        llvm                     # llvm-symbolizer: sanitizer reports with file:line
         prometheus               # for promtool, which checks the metrics output
 )
 

@@ -154,11 +154,41 @@ static void test_no_values_in_messages(void **state) {
                 assert_null(strstr(l->findings[i].message, "s3cr3t"));
 }
 
+static void test_long_key(void **state) {
+        size_t n = 100000;
+        _cleanup_free_ char *conf = malloc(n + 8);
+        _cleanup_(document_freep) Document *d = NULL;
+        _cleanup_(lint_freep) Lint *l = NULL;
+
+        assert_non_null(conf);
+        memcpy(conf, "ENROOT_", 7);
+        memset(conf + 7, 'X', n - 7);
+        memcpy(conf + n, "=1\n", 4);
+        assert_int_equal(document_parse(DOC_CONF, conf, n + 3, &d), 0);
+        assert_int_equal(lint_document(d, NULL, &l), 0);
+        assert_int_equal(l->n_findings, 1);
+        assert_string_equal(l->findings[0].id, "unknown-key");
+        assert_int_equal(strlen(l->findings[0].key), LINT_MAX_KEY_BYTES);
+        assert_int_equal(strlen(l->findings[0].message), LINT_MAX_MESSAGE_BYTES);
+        assert_true(endswith(l->findings[0].message, "..."));
+}
+
+static void test_empty(void **state) {
+        _cleanup_(document_freep) Document *d = NULL;
+        _cleanup_(lint_freep) Lint *l = NULL;
+
+        assert_int_equal(document_parse(DOC_CONF, "", 0, &d), 0);
+        assert_int_equal(lint_document(d, NULL, &l), 0);
+        assert_int_equal(l->n_findings, 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_rows),
                 cmocka_unit_test(test_oversized),
                 cmocka_unit_test(test_no_values_in_messages),
+                cmocka_unit_test(test_long_key),
+                cmocka_unit_test(test_empty),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

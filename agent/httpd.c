@@ -1,0 +1,641 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "httpd.h"
+#include "log.h"
+
+#ifndef MHD_HTTP_CONTENT_TOO_LARGE /* named so since libmicrohttpd 0.9.74 */
+#define MHD_HTTP_CONTENT_TOO_LARGE 413
+#endif
+
+struct Httpd {
+        sd_event *event;
+        sd_event_source *io;    /* libmicrohttpd's epoll descriptor */
+        sd_event_source *timer; /* libmicrohttpd's next timeout */
+        struct MHD_Daemon *mhd;
+        HttpdSource source;
+        uint16_t port;
+        char address[HTTPD_LISTEN_STRLEN];
+};
+
+/* ---------------------------------------------------------------------------
+ * --listen */
+
+static int listen_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
+static int listen_error(char **ret_error, const char *fmt, ...) {
+        va_list ap;
+        char *s;
+        int n;
+
+        if (!ret_error)
+                return -EINVAL;
+        va_start(ap, fmt);
+        n = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return -ENOMEM;
+        *ret_error = s;
+        return -EINVAL;
+}
+
+static int parse_port(const char *s, uint16_t *ret) {
+        unsigned v = 0;
+
+        if (*s == '\0' || strlen(s) > 5)
+                return -EINVAL;
+        for (; *s; s++) {
+                if (*s < '0' || *s > '9')
+                        return -EINVAL;
+                v = v * 10 + (unsigned) (*s - '0');
+        }
+        if (v > 65535)
+                return -EINVAL;
+        *ret = (uint16_t) v;
+        return 0;
+}
+
+int httpd_parse_listen(const char *s, HttpdListen *ret, char **ret_error) {
+        static const char usage[] = "expected [ADDR]:PORT, e.g. \":9100\", \"127.0.0.1:9100\" "
+                                    "or \"[::1]:9100\"";
+        char host[HTTPD_MAX_LISTEN_LENGTH + 1];
+        const char *colon, *port;
+        HttpdListen l = {};
+        size_t host_len;
+
+        if (!s || *s == '\0')
+                return listen_error(ret_error, "--listen: empty: %s", usage);
+        if (strlen(s) > HTTPD_MAX_LISTEN_LENGTH)
+                return listen_error(ret_error, "--listen: longer than %u characters: %s",
+                                    HTTPD_MAX_LISTEN_LENGTH, usage);
+
+        if (s[0] == '[') {
+                const char *close = strchr(s, ']');
+
+                if (!close || close[1] != ':')
+                        return listen_error(ret_error, "--listen: \"%s\": %s", s, usage);
+                host_len = (size_t) (close - s - 1);
+                memcpy(host, s + 1, host_len);
+                host[host_len] = '\0';
+                port = close + 2;
+                if (strchr(host, '%'))
+                        return listen_error(ret_error,
+                                            "--listen: \"%s\": IPv6 zone ids are not supported", s);
+                if (inet_pton(AF_INET6, host, &l.addr.in6.sin6_addr) != 1)
+                        return listen_error(ret_error,
+                                            "--listen: \"%s\": \"%s\" is not an IPv6 address", s,
+                                            host);
+                l.family = AF_INET6;
+        } else {
+                colon = strrchr(s, ':');
+                if (!colon)
+                        return listen_error(ret_error, "--listen: \"%s\": no port: %s", s, usage);
+                host_len = (size_t) (colon - s);
+                memcpy(host, s, host_len);
+                host[host_len] = '\0';
+                port = colon + 1;
+                if (strchr(host, ':'))
+                        return listen_error(ret_error,
+                                            "--listen: \"%s\": put an IPv6 address in brackets, "
+                                            "e.g. \"[::1]:9100\"",
+                                            s);
+                if (host_len == 0) {
+                        l.any = true;
+                        l.family = AF_INET6;
+                        l.addr.in6.sin6_addr = in6addr_any;
+                } else if (strcasecmp(host, "localhost") == 0) {
+                        l.family = AF_INET;
+                        l.addr.in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                } else if (inet_pton(AF_INET, host, &l.addr.in.sin_addr) == 1)
+                        l.family = AF_INET;
+                else
+                        return listen_error(ret_error,
+                                            "--listen: \"%s\": ADDR must be an IPv4 address, an "
+                                            "IPv6 address in brackets or localhost (names are "
+                                            "not resolved)",
+                                            s);
+        }
+
+        if (parse_port(port, &l.port) < 0)
+                return listen_error(ret_error,
+                                    "--listen: \"%s\": the port must be a number from 0 to 65535",
+                                    s);
+        if (l.family == AF_INET6) {
+                l.addr.in6.sin6_family = AF_INET6;
+                l.addr.in6.sin6_port = htons(l.port);
+        } else {
+                l.addr.in.sin_family = AF_INET;
+                l.addr.in.sin_port = htons(l.port);
+        }
+        *ret = l;
+        return 0;
+}
+
+void httpd_listen_format(const HttpdListen *l, char buf[static HTTPD_LISTEN_STRLEN]) {
+        char a[INET6_ADDRSTRLEN] = "?";
+
+        if (l->any) {
+                (void) snprintf(buf, HTTPD_LISTEN_STRLEN, ":%u", (unsigned) l->port);
+                return;
+        }
+        if (l->family == AF_INET6) {
+                (void) inet_ntop(AF_INET6, &l->addr.in6.sin6_addr, a, sizeof a);
+                (void) snprintf(buf, HTTPD_LISTEN_STRLEN, "[%s]:%u", a, (unsigned) l->port);
+        } else {
+                (void) inet_ntop(AF_INET, &l->addr.in.sin_addr, a, sizeof a);
+                (void) snprintf(buf, HTTPD_LISTEN_STRLEN, "%s:%u", a, (unsigned) l->port);
+        }
+}
+
+char *httpd_error_message(int error, const HttpdListen *listen) {
+        char where[HTTPD_LISTEN_STRLEN];
+        char *s = NULL;
+        int n;
+
+        httpd_listen_format(listen, where);
+        switch (abs(error)) {
+        case EADDRINUSE:
+                /* prometheus-node-exporter's default port is 9100, and it runs on most nodes */
+                n = asprintf(&s, "port %u is already in use%s: choose another with --listen",
+                             (unsigned) listen->port,
+                             listen->port == 9100 ? " (node_exporter owns 9100 on many nodes)"
+                                                  : "");
+                break;
+        case EACCES:
+                n = listen->port < 1024
+                            ? asprintf(&s,
+                                       "cannot listen on %s: ports below 1024 need "
+                                       "CAP_NET_BIND_SERVICE: choose another with --listen",
+                                       where)
+                            : asprintf(&s, "cannot listen on %s: permission denied", where);
+                break;
+        case EADDRNOTAVAIL:
+                n = asprintf(&s,
+                             "cannot listen on %s: the address is not one of this host's: "
+                             "choose another with --listen",
+                             where);
+                break;
+        default:
+                n = asprintf(&s, "cannot listen on %s: %s", where, strerror(abs(error)));
+        }
+        return n < 0 ? NULL : s;
+}
+
+/* ---------------------------------------------------------------------------
+ * Readiness */
+
+/* A ConfigMap key in a one-line message: no control characters. */
+static void put_key(StrBuf *b, const char *key) {
+        for (const char *p = key ? key : ""; *p; p++)
+                (void) strbuf_putc(b, (unsigned char) *p < 0x20 || *p == 0x7f ? '?' : *p);
+}
+
+bool httpd_readiness(const Report *r, bool require_current, StrBuf *reason) {
+        StrBuf line = STRBUF_INIT(HTTPD_MAX_REASON_BYTES);
+        StrBuf item = STRBUF_INIT(HTTPD_MAX_REASON_BYTES);
+        const char *sep = ": ";
+        PodState pod;
+        bool ready;
+
+        if (!r || !r->evaluated) {
+                (void) strbuf_puts(reason, "not ready: the first evaluation has not completed yet");
+                return false;
+        }
+        if (!r->observable[SIDE_DESIRED]) {
+                (void) strbuf_puts(reason, "not ready: the desired side (the ConfigMap "
+                                           "directory) cannot be observed");
+                return false;
+        }
+        if (!r->observable[SIDE_RUNNING]) {
+                (void) strbuf_puts(reason, "not ready: the running side (the workload's files) "
+                                           "cannot be observed");
+                return false;
+        }
+
+        pod = report_pod_state(r);
+        ready = !require_current || pod == POD_CURRENT;
+        (void) strbuf_printf(&line, "%s: pod %s%s", ready ? "ready" : "not ready",
+                             pod_state_to_string(pod),
+                             ready ? "" : " and --require-current is set");
+        for (size_t i = 0; i < r->n_files; i++) {
+                const FileReport *f = &r->files[i];
+
+                if (f->state == FILE_CURRENT || f->state == FILE_COSMETIC)
+                        continue;
+                strbuf_reset(&item);
+                (void) strbuf_puts(&item, sep);
+                put_key(&item, f->key);
+                (void) strbuf_printf(&item, " %s", file_state_to_string(f->state) ?: "unknown");
+                if (f->state == FILE_DRIFTED)
+                        (void) strbuf_printf(&item, " (%zu %s)", f->n_drifted_keys,
+                                             f->n_drifted_keys == 1 ? "key" : "keys");
+                /* keep room for ", ..." so a cut line still says it was cut */
+                if (line.len + item.len + 5 > HTTPD_MAX_REASON_BYTES) {
+                        (void) strbuf_puts(&line, ", ...");
+                        break;
+                }
+                (void) strbuf_append(&line, strbuf_str(&item), item.len);
+                sep = ", ";
+        }
+        (void) strbuf_append(reason, strbuf_str(&line), line.len);
+        strbuf_done(&line);
+        strbuf_done(&item);
+        return ready;
+}
+
+/* ---------------------------------------------------------------------------
+ * Requests */
+
+typedef enum Route {
+        ROUTE_METRICS,
+        ROUTE_HEALTHZ,
+        ROUTE_READYZ,
+        ROUTE_STATUS,
+        _ROUTE_MAX,
+        _ROUTE_INVALID = -1,
+} Route;
+
+static const char *const route_paths[_ROUTE_MAX] = {
+        [ROUTE_METRICS] = "/metrics",
+        [ROUTE_HEALTHZ] = "/healthz",
+        [ROUTE_READYZ] = "/readyz",
+        [ROUTE_STATUS] = "/status",
+};
+
+#define CONTENT_TYPE_TEXT "text/plain; charset=utf-8"
+#define CONTENT_TYPE_JSON "application/json"
+
+static Route route_from_path(const char *url) {
+        for (Route r = 0; r < _ROUTE_MAX; r++)
+                if (streq(url, route_paths[r]))
+                        return r;
+        return _ROUTE_INVALID;
+}
+
+/* Queues a response. body is stolen when owned, else static. */
+static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *content_type,
+                               char *body, size_t len, bool owned, const char *allow) {
+        struct MHD_Response *resp;
+        enum MHD_Result ret;
+
+        resp = MHD_create_response_from_buffer(
+                len, body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+        if (!resp) {
+                if (owned)
+                        free(body);
+                return MHD_NO;
+        }
+        if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type) != MHD_YES ||
+            MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store") != MHD_YES ||
+            (allow && MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow) != MHD_YES)) {
+                MHD_destroy_response(resp);
+                return MHD_NO;
+        }
+        ret = MHD_queue_response(c, status, resp);
+        MHD_destroy_response(resp);
+        return ret;
+}
+
+static enum MHD_Result respond_text(struct MHD_Connection *c, unsigned status, const char *text) {
+        /* cast: MHD_RESPMEM_PERSISTENT never writes or frees the buffer */
+        return respond(c, status, CONTENT_TYPE_TEXT, (char *) (uintptr_t) text, strlen(text), false,
+                       NULL);
+}
+
+static enum MHD_Result respond_strbuf(struct MHD_Connection *c, unsigned status,
+                                      const char *content_type, StrBuf *b) {
+        size_t len = b->len;
+        char *body = strbuf_steal(b);
+
+        if (!body)
+                return MHD_NO;
+        return respond(c, status, content_type, body, len, true, NULL);
+}
+
+static const Report *current_report(Httpd *h) {
+        return h->source.get_report(h->source.userdata);
+}
+
+static void current_counters(Httpd *h, MetricsCounters *ret) {
+        MetricsCounters c = {};
+        int r;
+
+        if (h->source.get_counters)
+                h->source.get_counters(h->source.userdata, &c);
+        r = process_stats_read(&c.process);
+        c.has_process = r >= 0;
+        if (r < 0)
+                log_debug_errno(r, "Cannot read process statistics, leaving them out: %m");
+        *ret = c;
+}
+
+static enum MHD_Result serve_metrics(Httpd *h, struct MHD_Connection *c) {
+        StrBuf b = STRBUF_INIT(METRICS_MAX_BYTES);
+        MetricsCounters counters;
+        int r;
+
+        current_counters(h, &counters);
+        r = metrics_render(&b, current_report(h), &counters);
+        if (r < 0) {
+                strbuf_done(&b);
+                log_debug_errno(r, "Cannot render metrics: %m");
+                return respond_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                    "cannot render the metrics\n");
+        }
+        return respond_strbuf(c, MHD_HTTP_OK, METRICS_CONTENT_TYPE, &b);
+}
+
+static enum MHD_Result serve_status(Httpd *h, struct MHD_Connection *c) {
+        StrBuf b = STRBUF_INIT(METRICS_MAX_BYTES);
+        MetricsCounters counters = {};
+        int r;
+
+        if (h->source.get_counters)
+                h->source.get_counters(h->source.userdata, &counters);
+        r = metrics_render_status(&b, current_report(h), &counters);
+        if (r < 0) {
+                strbuf_done(&b);
+                log_debug_errno(r, "Cannot render the status: %m");
+                return respond_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                    "cannot render the status\n");
+        }
+        return respond_strbuf(c, MHD_HTTP_OK, CONTENT_TYPE_JSON, &b);
+}
+
+static enum MHD_Result serve_readyz(Httpd *h, struct MHD_Connection *c) {
+        StrBuf b = STRBUF_INIT(HTTPD_MAX_REASON_BYTES + 1);
+        const char *require;
+        bool require_current = false, ready;
+
+        require = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "require");
+        if (require) {
+                if (!streq(require, "current"))
+                        return respond_text(c, MHD_HTTP_BAD_REQUEST,
+                                            "unknown value for require: the only one is "
+                                            "\"current\"\n");
+                require_current = true;
+        }
+
+        if (h->source.is_ready)
+                ready = h->source.is_ready(h->source.userdata, require_current, &b);
+        else
+                ready = httpd_readiness(current_report(h), require_current, &b);
+        /* one line, whatever the callback wrote */
+        for (size_t i = 0; i < b.len; i++)
+                if (b.data[i] == '\n' || b.data[i] == '\r')
+                        b.data[i] = ' ';
+        if (b.len == 0)
+                (void) strbuf_puts(&b, ready ? "ready" : "not ready");
+        if (strbuf_putc(&b, '\n') < 0 && b.len > 0)
+                b.data[b.len - 1] = '\n'; /* full: end the line on the last byte */
+        return respond_strbuf(c, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
+                              CONTENT_TYPE_TEXT, &b);
+}
+
+/* libmicrohttpd calls this once the request line and headers are in; we
+ * always answer on that first call, so a request body is never read. */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls) {
+        Httpd *h = cls;
+        const char *length, *encoding;
+        Route route;
+
+        route = route_from_path(url);
+        if (route < 0)
+                return respond_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+        if (!streq(method, MHD_HTTP_METHOD_GET) && !streq(method, MHD_HTTP_METHOD_HEAD))
+                return respond(c, MHD_HTTP_METHOD_NOT_ALLOWED, CONTENT_TYPE_TEXT,
+                               (char *) (uintptr_t) "method not allowed\n",
+                               strlen("method not allowed\n"), false, "GET, HEAD");
+
+        length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        encoding =
+                MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+        if (encoding || (length && !streq(length, "0")) || *upload_data_size > 0)
+                return respond_text(c, MHD_HTTP_CONTENT_TOO_LARGE,
+                                    "request bodies are not accepted\n");
+
+        switch (route) {
+        case ROUTE_METRICS:
+                return serve_metrics(h, c);
+        case ROUTE_HEALTHZ:
+                /* answering at all proves the event loop turns */
+                return respond_text(c, MHD_HTTP_OK, "ok\n");
+        case ROUTE_READYZ:
+                return serve_readyz(h, c);
+        case ROUTE_STATUS:
+                return serve_status(h, c);
+        default:
+                return MHD_NO;
+        }
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) _printf_(2, 0);
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+        char buf[256];
+        size_t n;
+
+        (void) vsnprintf(buf, sizeof buf, fmt, ap);
+        n = strlen(buf);
+        while (n > 0 && buf[n - 1] == '\n')
+                buf[--n] = '\0';
+        /* connection-level trouble (a client that sent garbage) is not ours to shout about */
+        log_debug("libmicrohttpd: %s", buf);
+}
+
+/* ---------------------------------------------------------------------------
+ * sd-event glue */
+
+static void rearm_timer(Httpd *h) {
+        MHD_UNSIGNED_LONG_LONG ms;
+        int r;
+
+        if (MHD_get_timeout(h->mhd, &ms) != MHD_YES) {
+                (void) sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
+                return;
+        }
+        if (ms > UINT64_MAX / 1000u)
+                ms = UINT64_MAX / 1000u;
+        r = sd_event_source_set_time_relative(h->timer, (uint64_t) ms * 1000u);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_debug_errno(r, "Cannot arm the HTTP timer: %m");
+}
+
+static void run_mhd(Httpd *h) {
+        if (MHD_run(h->mhd) != MHD_YES)
+                log_debug("libmicrohttpd: MHD_run() failed");
+        rearm_timer(h);
+}
+
+static int on_mhd_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        run_mhd(userdata);
+        return 0;
+}
+
+static int on_mhd_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        run_mhd(userdata);
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Start and stop */
+
+static int bind_listen(int family, const struct sockaddr *sa, socklen_t sa_len, int v6only,
+                       int *ret_fd) {
+        _cleanup_close_ int fd = -EBADF;
+        int one = 1;
+
+        fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_TCP);
+        if (fd < 0)
+                return negative_errno();
+        /* a restarted agent must not wait for the old connections' TIME_WAIT;
+         * on Linux this never lets two listeners share a port */
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
+                return negative_errno();
+        if (family == AF_INET6 &&
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only) < 0)
+                return negative_errno();
+        if (bind(fd, sa, sa_len) < 0)
+                return negative_errno();
+        if (listen(fd, HTTPD_LISTEN_BACKLOG) < 0)
+                return negative_errno();
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int open_listener(const HttpdListen *l, int *ret_fd, HttpdListen *ret_bound) {
+        HttpdListen b = *l;
+        union {
+                struct sockaddr sa;
+                struct sockaddr_in in;
+                struct sockaddr_in6 in6;
+        } got = {};
+        socklen_t got_len = sizeof got;
+        int fd = -EBADF, r;
+
+        if (l->family == AF_INET6)
+                /* ":PORT" is dual-stack; an explicit IPv6 address is IPv6 only */
+                r = bind_listen(AF_INET6, &l->addr.sa, sizeof l->addr.in6, l->any ? 0 : 1, &fd);
+        else
+                r = bind_listen(AF_INET, &l->addr.sa, sizeof l->addr.in, 0, &fd);
+
+        if (l->any && (r == -EAFNOSUPPORT || r == -EADDRNOTAVAIL)) {
+                /* a kernel without IPv6 (ipv6.disable=1): all IPv4 addresses instead */
+                b.family = AF_INET;
+                b.addr = (__typeof__(b.addr)){};
+                b.addr.in.sin_family = AF_INET;
+                b.addr.in.sin_addr.s_addr = htonl(INADDR_ANY);
+                b.addr.in.sin_port = htons(l->port);
+                r = bind_listen(AF_INET, &b.addr.sa, sizeof b.addr.in, 0, &fd);
+        }
+        if (r < 0)
+                return r;
+
+        if (getsockname(fd, &got.sa, &got_len) < 0) {
+                r = negative_errno();
+                (void) close(fd);
+                return r;
+        }
+        if (got.sa.sa_family == AF_INET6)
+                b.port = ntohs(got.in6.sin6_port);
+        else
+                b.port = ntohs(got.in.sin_port);
+        if (b.family == AF_INET6)
+                b.addr.in6.sin6_port = htons(b.port);
+        else
+                b.addr.in.sin_port = htons(b.port);
+        *ret_fd = fd;
+        *ret_bound = b;
+        return 0;
+}
+
+Httpd *httpd_free(Httpd *h) {
+        if (!h)
+                return NULL;
+        sd_event_source_disable_unref(h->io);
+        sd_event_source_disable_unref(h->timer);
+        if (h->mhd)
+                MHD_stop_daemon(h->mhd); /* closes the listening socket and every connection */
+        sd_event_unref(h->event);
+        free(h);
+        return NULL;
+}
+
+static int fail(int r, const HttpdListen *l, char **ret_error) {
+        if (ret_error)
+                *ret_error = httpd_error_message(r, l);
+        return r;
+}
+
+int httpd_start(sd_event *e, const HttpdListen *listen, const HttpdLimits *limits,
+                const HttpdSource *source, Httpd **ret, char **ret_error) {
+        _cleanup_(httpd_freep) Httpd *h = NULL;
+        HttpdLimits lim = limits ? *limits : HTTPD_LIMITS_DEFAULT;
+        const union MHD_DaemonInfo *info;
+        HttpdListen bound;
+        int fd, r;
+
+        if (!e || !listen || !source || !source->get_report || !ret)
+                return -EINVAL;
+
+        h = calloc(1, sizeof *h);
+        if (!h)
+                return fail(-ENOMEM, listen, ret_error);
+        h->event = sd_event_ref(e);
+        h->source = *source;
+
+        r = open_listener(listen, &fd, &bound);
+        if (r < 0)
+                return fail(r, listen, ret_error);
+        h->port = bound.port;
+        bound.any = false; /* show what was bound: "[::]:PORT" or "0.0.0.0:PORT" */
+        httpd_listen_format(&bound, h->address);
+
+        /* No internal thread: MHD_USE_EPOLL alone is the "external" epoll mode,
+         * driven by MHD_run() from our loop. The logger must come first to
+         * catch messages from the start itself. */
+        h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h,
+                                  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
+                                  MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+                                  lim.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                  lim.max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
+                                  lim.idle_timeout_sec, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                                  lim.connection_memory_bytes, MHD_OPTION_END);
+        if (!h->mhd)
+                /* fd is not closed here: libmicrohttpd closes a socket it was given on
+                 * some failure paths (after its flag checks, which our fixed flags pass),
+                 * and a descriptor closed twice may be someone else's by then. */
+                return fail(-EIO, listen, ret_error);
+
+        info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+        if (!info)
+                return fail(-EIO, listen, ret_error);
+        r = sd_event_add_io(e, &h->io, info->epoll_fd, EPOLLIN, on_mhd_io, h);
+        if (r < 0)
+                return fail(r, listen, ret_error);
+        (void) sd_event_source_set_description(h->io, "httpd");
+        r = sd_event_add_time_relative(e, &h->timer, CLOCK_MONOTONIC, 0, 1000, on_mhd_timer, h);
+        if (r < 0)
+                return fail(r, listen, ret_error);
+        (void) sd_event_source_set_description(h->timer, "httpd-timer");
+        rearm_timer(h);
+
+        *ret = TAKE_PTR(h);
+        return 0;
+}
+
+uint16_t httpd_get_port(const Httpd *h) {
+        return h->port;
+}
+
+const char *httpd_get_address(const Httpd *h) {
+        return h->address;
+}

@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+#include <time.h>
+
+#include "document.h"
+#include "evaluate.h"
+#include "httpd.h"
+#include "log.h"
+#include "manager.h"
+#include "metrics.h"
+#include "running.h"
+#include "volume.h"
+#include "watcher.h"
+
+/* While the target process is absent, look for it this often: a restart of
+ * the workload container must show up in seconds, not at the next resync. */
+#define MANAGER_PROCESS_RETRY_USEC (2u * 1000u * 1000u)
+/* One-line summaries for STATUS= and logs. */
+#define MANAGER_MAX_LINE_BYTES     4096u
+
+struct Manager {
+        const Options *options;
+        sd_event *event;
+        Watcher *watcher;
+        Httpd *httpd;
+        sd_event_source *resync_source;
+        sd_event_source *process_source; /* pidfd of the target process, or the retry timer */
+        const char **keys;               /* from options->files, borrowed strings */
+        const char **paths;
+        pid_t target_pid;
+        Report *report;
+        uint64_t evaluations[_TRIGGER_MAX];
+};
+
+static uint64_t now_realtime_usec(void) {
+        struct timespec ts;
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+static void format_time(uint64_t usec, char buf[static 32]) {
+        time_t t = (time_t) (usec / 1000000u);
+        struct tm tm;
+
+        if (!gmtime_r(&t, &tm) || strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+                (void) snprintf(buf, 32, "@%llu", (unsigned long long) (usec / 1000000u));
+}
+
+/* ---------------------------------------------------------------------------
+ * Evaluation */
+
+static bool changes_equal(const FileReport *a, const FileReport *b) {
+        if (a->n_changes != b->n_changes || a->n_changes_dropped != b->n_changes_dropped)
+                return false;
+        for (size_t i = 0; i < a->n_changes; i++)
+                if (!streq(a->changes[i].key, b->changes[i].key) ||
+                    a->changes[i].change != b->changes[i].change ||
+                    a->changes[i].effective != b->changes[i].effective)
+                        return false;
+        return true;
+}
+
+/* One line per state change: file, state, keys (never values), since when. */
+static void log_changes(const Report *old, const Report *new) {
+        for (size_t i = 0; i < new->n_files; i++) {
+                const FileReport *f = &new->files[i], *p = old ? &old->files[i] : NULL;
+                StrBuf line = STRBUF_INIT(MANAGER_MAX_LINE_BYTES);
+                char since[32];
+
+                if (p && p->state == f->state && p->superseded == f->superseded &&
+                    streq_ptr(p->detail, f->detail) && changes_equal(p, f))
+                        continue;
+                if (evaluate_describe(f, &line) < 0 && line.len == 0) {
+                        strbuf_done(&line);
+                        (void) log_oom();
+                        continue;
+                }
+                format_time(f->state_since_usec, since);
+                if (f->state == FILE_DRIFTED || f->state == FILE_INVALID ||
+                    f->state == FILE_UNREADABLE)
+                        log_warning("%s, since %s.", strbuf_str(&line), since);
+                else
+                        log_info("%s, since %s.", strbuf_str(&line), since);
+                strbuf_done(&line);
+        }
+}
+
+static void notify_status(const Manager *m) {
+        StrBuf s = STRBUF_INIT(MANAGER_MAX_LINE_BYTES);
+        const Report *r = m->report;
+
+        (void) strbuf_printf(&s, "STATUS=pod %s:", pod_state_to_string(r->pod));
+        for (size_t i = 0; i < r->n_files; i++)
+                (void) strbuf_printf(&s, "%s %s %s%s", i ? "," : "", r->files[i].key,
+                                     file_state_to_string(r->files[i].state),
+                                     r->files[i].superseded ? " (superseded mount)" : "");
+        (void) sd_notify(false, strbuf_str(&s));
+        strbuf_done(&s);
+}
+
+static int on_process(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+static int on_process_retry(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* In target-process mode, wake up when the process exits (its pidfd turns
+ * readable), or retry soon while it is absent. */
+static void track_process(Manager *m, RunningView *view) {
+        int r;
+
+        if (!m->options->target_process)
+                return;
+        if (view->observable && view->pid == m->target_pid && m->process_source)
+                return;
+
+        m->process_source = sd_event_source_disable_unref(m->process_source);
+        m->target_pid = view->observable ? view->pid : 0;
+
+        if (view->observable && view->pidfd >= 0) {
+                int fd = TAKE_FD(view->pidfd);
+                r = sd_event_add_io(m->event, &m->process_source, fd, EPOLLIN, on_process, m);
+                if (r < 0) {
+                        (void) close(fd);
+                        log_warning_errno(r,
+                                          "Cannot watch process %d for exits (%m): a restart "
+                                          "will show at the next resync.",
+                                          (int) view->pid);
+                        return;
+                }
+                (void) sd_event_source_set_io_fd_own(m->process_source, true);
+                (void) sd_event_source_set_description(m->process_source, "target-pidfd");
+                return;
+        }
+        if (!view->observable) {
+                r = sd_event_add_time_relative(m->event, &m->process_source, CLOCK_MONOTONIC,
+                                               MANAGER_PROCESS_RETRY_USEC, 100 * 1000,
+                                               on_process_retry, m);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot arm the process retry timer: %m");
+        }
+}
+
+static void fill_input(const Manager *m, size_t i, const VolumeSnapshot *snap, int dir_error,
+                       const RunningView *view, char *what_desired, size_t what_size,
+                       EvalInput *in) {
+        const FileSpec *spec = &m->options->files[i];
+        const RunningFile *rf = &view->files[i];
+
+        (void) snprintf(what_desired, what_size, "ConfigMap key \"%s\" in %s", spec->key,
+                        m->options->desired_dir);
+        *in = (EvalInput){
+                .key = spec->key,
+                .running_path = spec->path,
+                .type = evaluate_doc_type(spec->key),
+                .desired_version = snap ? snap->version : NULL,
+                .nlink_known = rf->have_stat,
+                .nlink = rf->nlink,
+                .mount_version = rf->mount_version,
+                .mount_deleted = rf->mount_deleted,
+                .running_unobservable = view->observable ? NULL : view->detail,
+        };
+        if (dir_error < 0)
+                in->side[SIDE_DESIRED] = (EvalSide){.error = dir_error, .what = what_desired};
+        else
+                in->side[SIDE_DESIRED] = (EvalSide){.error = snap->files[i].error,
+                                                    .data = snap->files[i].data,
+                                                    .len = snap->files[i].len,
+                                                    .what = what_desired};
+        in->side[SIDE_RUNNING] = (EvalSide){
+                .error = rf->error, .data = rf->content, .len = rf->size, .what = spec->path};
+}
+
+static int manager_evaluate(Manager *m, EvalTrigger trigger) {
+        _cleanup_(volume_snapshot_freep) VolumeSnapshot *snap = NULL;
+        _cleanup_(running_view_freep) RunningView *view = NULL;
+        _cleanup_(report_freep) Report *new = NULL;
+        _cleanup_close_ int dir_fd = -EBADF;
+        const Options *o = m->options;
+        RunningConfig cfg = {
+                .running_root = o->running_root,
+                .target_process = o->target_process,
+                .paths = m->paths,
+                .n_paths = o->n_files,
+                .max_bytes = DOCUMENT_MAX_BYTES,
+        };
+        uint64_t now = now_realtime_usec();
+        int dir_error = 0, r;
+
+        m->evaluations[trigger]++;
+
+        /* Open by path each time: the directory may have been replaced. */
+        dir_fd = open(o->desired_dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (dir_fd < 0)
+                dir_error = negative_errno();
+        else {
+                r = volume_read(dir_fd, m->keys, o->n_files, DOCUMENT_MAX_BYTES, &snap);
+                if (r == -ENOMEM)
+                        return log_oom();
+                if (r < 0)
+                        dir_error = r;
+        }
+        if (dir_error < 0 && (!m->report || m->report->observable[SIDE_DESIRED]))
+                log_warning_errno(dir_error, "Cannot read the ConfigMap directory \"%s\": %s",
+                                  o->desired_dir, volume_error_to_string(dir_error));
+
+        r = running_read(&cfg, m->target_pid, &view);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read the running files: %m");
+        if (view->note && !m->report)
+                log_notice("%s", view->note);
+
+        new = calloc(1, sizeof(Report));
+        if (!new)
+                return log_oom();
+        new->files = calloc(o->n_files, sizeof(FileReport));
+        if (!new->files)
+                return log_oom();
+        if (snap && snap->version) {
+                new->desired_version = strdup(snap->version);
+                if (!new->desired_version)
+                        return log_oom();
+        }
+        new->observable[SIDE_DESIRED] = dir_error == 0;
+        new->observable[SIDE_RUNNING] = view->observable;
+
+        for (size_t i = 0; i < o->n_files; i++) {
+                const FileReport *prev = m->report ? &m->report->files[i] : NULL;
+                char what[512];
+                EvalInput in;
+
+                fill_input(m, i, snap, dir_error, view, what, sizeof what, &in);
+                r = evaluate_file(&in, prev, now, &new->files[i]);
+                if (r < 0)
+                        return log_oom();
+                new->n_files++;
+        }
+        new->evaluated = true;
+        new->evaluated_usec = now;
+        new->pod = report_pod_state(new);
+
+        if (m->report && m->report->pod != new->pod)
+                log_notice("Pod is now %s (was %s).", pod_state_to_string(new->pod),
+                           pod_state_to_string(m->report->pod));
+        log_changes(m->report, new);
+        if (!view->observable && (!m->report || m->report->observable[SIDE_RUNNING]))
+                log_warning("Cannot look at the running files: %s", view->detail);
+
+        report_free(m->report);
+        m->report = TAKE_PTR(new);
+        track_process(m, view);
+        notify_status(m);
+        log_debug("Evaluated (%s): pod %s.", eval_trigger_to_string(trigger),
+                  pod_state_to_string(m->report->pod));
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Event sources */
+
+static int on_process(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Manager *m = userdata;
+
+        log_info("Process %d (%s) exited; looking for it again.", (int) m->target_pid,
+                 m->options->target_process);
+        m->process_source = sd_event_source_disable_unref(m->process_source);
+        m->target_pid = 0;
+        (void) manager_evaluate(m, TRIGGER_PROCESS);
+        return 0;
+}
+
+static int on_process_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        m->process_source = sd_event_source_disable_unref(m->process_source);
+        (void) manager_evaluate(m, TRIGGER_PROCESS);
+        return 0;
+}
+
+static void on_watch(Watcher *w, WatchReason reason, void *userdata) {
+        static const EvalTrigger triggers[_WATCH_REASON_MAX] = {
+                [WATCH_REASON_INOTIFY] = TRIGGER_INOTIFY,
+                [WATCH_REASON_OVERFLOW] = TRIGGER_OVERFLOW,
+                [WATCH_REASON_RECREATED] = TRIGGER_INOTIFY,
+                [WATCH_REASON_POLL] = TRIGGER_POLL,
+        };
+        Manager *m = userdata;
+
+        (void) manager_evaluate(m, reason >= 0 && reason < _WATCH_REASON_MAX ? triggers[reason]
+                                                                             : TRIGGER_INOTIFY);
+}
+
+static int on_resync(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        /* A change inotify never reported means the filesystem does not
+         * deliver events (virtio-fs, 9p): the watcher switches to polling. */
+        r = watcher_verify(m->watcher);
+        if (r > 0)
+                log_warning("The ConfigMap directory changed without an inotify event (%s): "
+                            "polling every %llu s from now on.",
+                            strnull(watcher_fallback_reason(m->watcher)),
+                            (unsigned long long) (m->options->poll_usec / 1000000u));
+        (void) manager_evaluate(m, TRIGGER_RESYNC);
+
+        r = sd_event_source_set_time_relative(s, m->options->resync_usec);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_error_errno(r, "Cannot re-arm the resync timer: %m");
+        return 0;
+}
+
+static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+
+        log_info("SIGHUP: evaluating now.");
+        (void) manager_evaluate(m, TRIGGER_SIGNAL);
+        return 0;
+}
+
+static int on_stop(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        log_info("%s: stopping.", strsignal((int) si->ssi_signo));
+        (void) sd_notify(false, "STOPPING=1");
+        return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+/* ---------------------------------------------------------------------------
+ * HTTP source */
+
+static const Report *get_report(void *userdata) {
+        Manager *m = userdata;
+        return m->report;
+}
+
+static void get_counters(void *userdata, MetricsCounters *ret) {
+        Manager *m = userdata;
+
+        *ret = (MetricsCounters){
+                .watch_mode =
+                        m->watcher ? watch_mode_to_string(watcher_active_mode(m->watcher)) : NULL,
+                .version = PACKAGE_VERSION,
+        };
+        memcpy(ret->evaluations, m->evaluations, sizeof ret->evaluations);
+}
+
+/* ---------------------------------------------------------------------------
+ * Life cycle */
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        httpd_free(m->httpd);
+        watcher_free(m->watcher);
+        sd_event_source_disable_unref(m->resync_source);
+        sd_event_source_disable_unref(m->process_source);
+        sd_event_unref(m->event);
+        report_free(m->report);
+        free(m->keys);
+        free(m->paths);
+        free(m);
+        return NULL;
+}
+
+int manager_new(const Options *o, Manager **ret) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        _cleanup_free_ char *error = NULL;
+        WatchMode mode = watch_mode_from_string(o->watch);
+        HttpdSource source;
+        HttpdListen listen;
+        sigset_t mask;
+        int r;
+
+        m = calloc(1, sizeof(Manager));
+        if (!m)
+                return log_oom();
+        m->options = o;
+        m->keys = calloc(o->n_files, sizeof(char *));
+        m->paths = calloc(o->n_files, sizeof(char *));
+        if (!m->keys || !m->paths)
+                return log_oom();
+        for (size_t i = 0; i < o->n_files; i++) {
+                m->keys[i] = o->files[i].key;
+                m->paths[i] = o->files[i].path;
+        }
+
+        r = sd_event_new(&m->event);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create the event loop: %m");
+
+        /* sd-event delivers these through a signalfd: they must be blocked. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return log_error_errno(negative_errno(), "Cannot block signals: %m");
+        r = sd_event_add_signal(m->event, NULL, SIGTERM, on_stop, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGINT, on_stop, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGHUP, on_reload, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch signals: %m");
+
+        /* Pings WATCHDOG=1 at half of WATCHDOG_USEC when systemd asks for it:
+         * a loop stuck in one callback stops pinging and gets restarted. */
+        r = sd_event_set_watchdog(m->event, true);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the watchdog: %m");
+
+        r = httpd_parse_listen(o->listen, &listen, &error);
+        if (r < 0)
+                return log_error_errno(r, "%s", error ? error : "--listen is invalid");
+        source = (HttpdSource){
+                .get_report = get_report, .get_counters = get_counters, .userdata = m};
+        r = httpd_start(m->event, &listen, NULL, &source, &m->httpd, &error);
+        if (r < 0)
+                return log_error_errno(r, "Cannot serve HTTP: %s", error ? error : "failed");
+        log_info("Serving /metrics, /healthz, /readyz and /status on %s.",
+                 httpd_get_address(m->httpd));
+
+        r = watcher_new(m->event, o->desired_dir, mode, o->poll_usec, on_watch, m, &m->watcher);
+        if (r < 0)
+                return log_error_errno(
+                        r,
+                        "Cannot watch the ConfigMap directory \"%s\": %m. Mount the "
+                        "enroot ConfigMap there as a whole directory (no subPath)%s.",
+                        o->desired_dir,
+                        mode == WATCH_INOTIFY ? ", or use --watch auto or poll" : "");
+        log_info("Watching \"%s\" with %s%s%s.", o->desired_dir,
+                 watch_mode_to_string(watcher_active_mode(m->watcher)),
+                 watcher_fallback_reason(m->watcher) ? ": " : "",
+                 strempty(watcher_fallback_reason(m->watcher)));
+
+        r = sd_event_add_time_relative(m->event, &m->resync_source, CLOCK_MONOTONIC, o->resync_usec,
+                                       1000 * 1000, on_resync, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot arm the resync timer: %m");
+
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+int manager_run(Manager *m) {
+        int r;
+
+        r = manager_evaluate(m, TRIGGER_STARTUP);
+        if (r < 0)
+                return r;
+        (void) sd_notify(false, "READY=1");
+
+        r = sd_event_loop(m->event);
+        if (r < 0)
+                return log_error_errno(r, "The event loop failed: %m");
+        return 0;
+}

@@ -1,0 +1,752 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "fileio.h"
+#include "metrics.h"
+
+/* /proc/self/stat is one line; comm is at most 16 bytes (TASK_COMM_LEN). */
+#define PROC_SELF_STAT_MAX_BYTES 4096u
+/* /proc/stat grows with CPUs and interrupts: a few hundred KiB on the largest nodes. */
+#define PROC_STAT_MAX_BYTES      (4u * 1024u * 1024u)
+
+static const char *const trigger_names[_TRIGGER_MAX] = {
+        [TRIGGER_STARTUP] = "startup",   [TRIGGER_INOTIFY] = "inotify",
+        [TRIGGER_POLL] = "poll",         [TRIGGER_RESYNC] = "resync",
+        [TRIGGER_SIGNAL] = "signal",     [TRIGGER_PROCESS] = "process",
+        [TRIGGER_OVERFLOW] = "overflow",
+};
+
+const char *const metrics_watch_modes[] = {"inotify", "poll", NULL};
+
+const char *eval_trigger_to_string(EvalTrigger t) {
+        return t >= 0 && t < _TRIGGER_MAX ? trigger_names[t] : NULL;
+}
+
+EvalTrigger eval_trigger_from_string(const char *s) {
+        for (EvalTrigger t = 0; t < _TRIGGER_MAX; t++)
+                if (s && streq(s, trigger_names[t]))
+                        return t;
+        return _TRIGGER_INVALID;
+}
+
+/* ---------------------------------------------------------------------------
+ * Safe strings: valid UTF-8, bounded, distinct inputs stay distinct. */
+
+/* Length of the valid UTF-8 character at s (RFC 3629: no overlongs, no
+ * surrogates, nothing above U+10FFFF), or 0 when the bytes are not one. */
+static size_t utf8_char_len(const unsigned char *s, size_t left) {
+        size_t len;
+        uint32_t cp;
+
+        if (s[0] < 0x80)
+                return 1;
+        if (s[0] >= 0xC2 && s[0] <= 0xDF) {
+                len = 2;
+                cp = s[0] & 0x1Fu;
+        } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
+                len = 3;
+                cp = s[0] & 0x0Fu;
+        } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+                len = 4;
+                cp = s[0] & 0x07u;
+        } else
+                return 0;
+        if (left < len)
+                return 0;
+        for (size_t i = 1; i < len; i++) {
+                if ((s[i] & 0xC0u) != 0x80u)
+                        return 0;
+                cp = (cp << 6) | (s[i] & 0x3Fu);
+        }
+        if (len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF)))
+                return 0;
+        if (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))
+                return 0;
+        return len;
+}
+
+/* FNV-1a, 64 bits: only to tell altered strings apart, not for security. */
+static uint64_t fnv1a64(const char *s) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+        for (; *s; s++) {
+                h ^= (unsigned char) *s;
+                h *= UINT64_C(0x100000001b3);
+        }
+        return h;
+}
+
+/* Replaces out's contents with s made valid UTF-8 and at most max_bytes long
+ * (plus the "...#HASH" tag when anything was changed). */
+static int safe_string(StrBuf *out, const char *s, size_t max_bytes) {
+        const unsigned char *p = (const unsigned char *) s;
+        size_t left = strlen(s);
+        bool altered = false;
+        int r;
+
+        strbuf_reset(out);
+        while (left > 0) {
+                size_t n = utf8_char_len(p, left);
+                const char *put = (const char *) p;
+                size_t put_len = n;
+
+                if (n == 0) {
+                        put = "\xEF\xBF\xBD"; /* U+FFFD REPLACEMENT CHARACTER */
+                        put_len = 3;
+                        n = 1;
+                        altered = true;
+                }
+                if (out->len + put_len > max_bytes) {
+                        altered = true;
+                        break;
+                }
+                r = strbuf_append(out, put, put_len);
+                if (r < 0)
+                        return r;
+                p += n;
+                left -= n;
+        }
+        if (altered)
+                return strbuf_printf(out, "...#%016" PRIx64, fnv1a64(s));
+        return strbuf_append(out, "", 0); /* data is non-NULL even for "" */
+}
+
+/* ---------------------------------------------------------------------------
+ * Text exposition format 0.0.4. */
+
+typedef struct Label {
+        const char *name;
+        const char *value;
+} Label;
+
+typedef struct Renderer {
+        StrBuf *out;
+        StrBuf scratch; /* safe_string() result */
+} Renderer;
+
+static int put_family(Renderer *w, const char *name, const char *type, const char *help) {
+        /* help texts are ours: no backslash or newline to escape */
+        return strbuf_printf(w->out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static int put_escaped(StrBuf *b, const char *s) {
+        int r = 0;
+
+        /* the format escapes exactly these three in label values */
+        for (; *s && r >= 0; s++)
+                switch (*s) {
+                case '\\':
+                        r = strbuf_puts(b, "\\\\");
+                        break;
+                case '"':
+                        r = strbuf_puts(b, "\\\"");
+                        break;
+                case '\n':
+                        r = strbuf_puts(b, "\\n");
+                        break;
+                default:
+                        r = strbuf_putc(b, *s);
+                }
+        return r;
+}
+
+static int put_sample(Renderer *w, const char *name, const Label *labels, size_t n_labels,
+                      const char *value) {
+        int r;
+
+        r = strbuf_puts(w->out, name);
+        for (size_t i = 0; i < n_labels && r >= 0; i++) {
+                r = strbuf_printf(w->out, "%c%s=\"", i == 0 ? '{' : ',', labels[i].name);
+                if (r >= 0)
+                        r = safe_string(&w->scratch, labels[i].value ? labels[i].value : "",
+                                        METRICS_MAX_LABEL_BYTES);
+                if (r >= 0)
+                        r = put_escaped(w->out, strbuf_str(&w->scratch));
+                if (r >= 0)
+                        r = strbuf_putc(w->out, '"');
+        }
+        if (r >= 0 && n_labels > 0)
+                r = strbuf_putc(w->out, '}');
+        if (r >= 0)
+                r = strbuf_printf(w->out, " %s\n", value);
+        return r;
+}
+
+typedef struct Number {
+        char s[32];
+} Number;
+
+static Number u64(uint64_t v) {
+        Number n;
+
+        (void) snprintf(n.s, sizeof n.s, "%" PRIu64, v);
+        return n;
+}
+
+/* Microseconds as decimal seconds without a float round trip: "12", "12.5". */
+static Number seconds(uint64_t usec) {
+        Number n;
+        size_t l;
+
+        if (usec % 1000000u == 0)
+                return u64(usec / 1000000u);
+        (void) snprintf(n.s, sizeof n.s, "%" PRIu64 ".%06" PRIu64, usec / 1000000u,
+                        usec % 1000000u);
+        l = strlen(n.s);
+        while (n.s[l - 1] == '0')
+                n.s[--l] = '\0';
+        return n;
+}
+
+static const char *file_key(const FileReport *f) {
+        return f->key ? f->key : "";
+}
+
+static size_t effective_listed(const FileReport *f) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < f->n_changes; i++)
+                if (f->changes[i].effective)
+                        n++;
+        return n;
+}
+
+static int render_config(Renderer *w, const Report *r) {
+        static const Report empty = {.pod = POD_UNKNOWN};
+        int k;
+
+        if (!r)
+                r = &empty;
+
+        k = put_family(w, "aicr_enroot_config_current", "gauge",
+                       "1 when every compared file is current or differs only cosmetically "
+                       "from the ConfigMap, else 0.");
+        if (k >= 0)
+                k = put_sample(w, "aicr_enroot_config_current", NULL, 0,
+                               report_pod_state(r) == POD_CURRENT ? "1" : "0");
+
+        if (k >= 0)
+                k = put_family(w, "aicr_enroot_config_state", "gauge",
+                               "1 for the file's state: current, cosmetic, drifted, missing, "
+                               "unreadable, invalid or unknown.");
+        for (size_t i = 0; i < r->n_files && k >= 0; i++)
+                for (FileState s = 0; s < _FILE_STATE_MAX && k >= 0; s++) {
+                        Label l[] = {{"file", file_key(&r->files[i])},
+                                     {"state", file_state_to_string(s)}};
+                        k = put_sample(w, "aicr_enroot_config_state", l, ELEMENTSOF(l),
+                                       r->files[i].state == s ? "1" : "0");
+                }
+
+        if (k >= 0)
+                k = put_family(w, "aicr_enroot_config_drift", "gauge",
+                               "1 when enroot's effective settings in the running file differ "
+                               "from the ConfigMap's.");
+        for (size_t i = 0; i < r->n_files && k >= 0; i++) {
+                Label l[] = {{"file", file_key(&r->files[i])}};
+                k = put_sample(w, "aicr_enroot_config_drift", l, ELEMENTSOF(l),
+                               r->files[i].state == FILE_DRIFTED ? "1" : "0");
+        }
+
+        if (k >= 0)
+                k = put_family(w, "aicr_enroot_config_superseded_mount", "gauge",
+                               "1 when the running file is mounted from a ConfigMap version "
+                               "kubelet has since replaced (subPath mounts never refresh).");
+        for (size_t i = 0; i < r->n_files && k >= 0; i++) {
+                Label l[] = {{"file", file_key(&r->files[i])}};
+                k = put_sample(w, "aicr_enroot_config_superseded_mount", l, ELEMENTSOF(l),
+                               r->files[i].superseded ? "1" : "0");
+        }
+
+        if (k >= 0)
+                k = put_family(w, "aicr_enroot_config_drifted_keys", "gauge",
+                               "Number of keys whose effective value differs between the "
+                               "ConfigMap and the running file.");
+        for (size_t i = 0; i < r->n_files && k >= 0; i++) {
+                Label l[] = {{"file", file_key(&r->files[i])}};
+                k = put_sample(w, "aicr_enroot_config_drifted_keys", l, ELEMENTSOF(l),
+                               u64(r->files[i].n_drifted_keys).s);
+        }
+
+        if (k >= 0)
+                k = put_family(w, "aicr_enroot_config_key_drift", "gauge",
+                               "1 for each key whose effective value differs; change is added "
+                               "(only in the ConfigMap), removed (only in the running file) or "
+                               "changed.");
+        for (size_t i = 0; i < r->n_files && k >= 0; i++)
+                for (size_t j = 0; j < r->files[i].n_changes && k >= 0; j++) {
+                        const KeyChange *c = &r->files[i].changes[j];
+                        Label l[] = {{"file", file_key(&r->files[i])},
+                                     {"key", c->key},
+                                     {"change", diff_change_to_string(c->change)}};
+
+                        if (!c->effective)
+                                continue;
+                        k = put_sample(w, "aicr_enroot_config_key_drift", l, ELEMENTSOF(l), "1");
+                }
+
+        if (k >= 0)
+                k = put_family(w, "aicr_enroot_config_key_drift_omitted", "gauge",
+                               "Drifted keys left out of aicr_enroot_config_key_drift to bound "
+                               "the number of series.");
+        for (size_t i = 0; i < r->n_files && k >= 0; i++) {
+                const FileReport *f = &r->files[i];
+                size_t listed = effective_listed(f);
+                Label l[] = {{"file", file_key(f)}};
+
+                k = put_sample(w, "aicr_enroot_config_key_drift_omitted", l, ELEMENTSOF(l),
+                               u64(f->n_drifted_keys > listed ? f->n_drifted_keys - listed : 0).s);
+        }
+
+        if (k >= 0)
+                k = put_family(w, "aicr_enroot_config_info", "gauge",
+                               "SHA-256 of each side that was read: side is desired (the "
+                               "ConfigMap) or running (what the container reads); always 1.");
+        for (size_t i = 0; i < r->n_files && k >= 0; i++)
+                for (Side s = 0; s < _SIDE_MAX && k >= 0; s++) {
+                        const FileReport *f = &r->files[i];
+                        Label l[] = {{"file", file_key(f)},
+                                     {"side", side_to_string(s)},
+                                     {"sha256", f->sha256[s]}};
+
+                        if (!f->read[s] || f->sha256[s][0] == '\0')
+                                continue;
+                        k = put_sample(w, "aicr_enroot_config_info", l, ELEMENTSOF(l), "1");
+                }
+
+        if (k >= 0)
+                k = put_family(w, "aicr_enroot_config_lint_findings", "gauge",
+                               "Lint findings in each side that was read, by severity.");
+        for (size_t i = 0; i < r->n_files && k >= 0; i++)
+                for (Side s = 0; s < _SIDE_MAX && k >= 0; s++)
+                        for (Severity v = 0; v < _SEVERITY_MAX && k >= 0; v++) {
+                                const FileReport *f = &r->files[i];
+                                Label l[] = {{"file", file_key(f)},
+                                             {"side", side_to_string(s)},
+                                             {"severity", severity_to_string(v)}};
+
+                                if (!f->read[s])
+                                        continue;
+                                k = put_sample(w, "aicr_enroot_config_lint_findings", l,
+                                               ELEMENTSOF(l), u64(f->lint[s][v]).s);
+                        }
+
+        if (k >= 0)
+                k = put_family(w, "aicr_enroot_config_drift_start_timestamp_seconds", "gauge",
+                               "When the file became drifted, in seconds since the Unix epoch; "
+                               "only for drifted files.");
+        for (size_t i = 0; i < r->n_files && k >= 0; i++) {
+                const FileReport *f = &r->files[i];
+                Label l[] = {{"file", file_key(f)}};
+
+                if (f->state != FILE_DRIFTED || f->drift_since_usec == 0)
+                        continue;
+                k = put_sample(w, "aicr_enroot_config_drift_start_timestamp_seconds", l,
+                               ELEMENTSOF(l), seconds(f->drift_since_usec).s);
+        }
+
+        if (k >= 0)
+                k = put_family(w, "aicr_enroot_agent_last_evaluation_timestamp_seconds", "gauge",
+                               "When the last full evaluation completed, in seconds since the "
+                               "Unix epoch.");
+        if (k >= 0 && r->evaluated && r->evaluated_usec > 0)
+                k = put_sample(w, "aicr_enroot_agent_last_evaluation_timestamp_seconds", NULL, 0,
+                               seconds(r->evaluated_usec).s);
+        return k;
+}
+
+static int render_agent(Renderer *w, const MetricsCounters *c) {
+        bool listed = false;
+        int k;
+
+        k = put_family(w, "aicr_enroot_agent_evaluations_total", "counter",
+                       "Evaluations of both sides, by what triggered them.");
+        for (EvalTrigger t = 0; t < _TRIGGER_MAX && k >= 0; t++) {
+                Label l[] = {{"trigger", eval_trigger_to_string(t)}};
+                k = put_sample(w, "aicr_enroot_agent_evaluations_total", l, ELEMENTSOF(l),
+                               u64(c->evaluations[t]).s);
+        }
+
+        if (k >= 0)
+                k = put_family(w, "aicr_enroot_agent_watch_mode", "gauge",
+                               "1 for the active way of watching the ConfigMap directory: "
+                               "inotify, or poll when inotify is unavailable.");
+        for (size_t i = 0; metrics_watch_modes[i] && k >= 0; i++) {
+                bool on = streq_ptr(c->watch_mode, metrics_watch_modes[i]);
+                Label l[] = {{"mode", metrics_watch_modes[i]}};
+
+                listed = listed || on;
+                k = put_sample(w, "aicr_enroot_agent_watch_mode", l, ELEMENTSOF(l), on ? "1" : "0");
+        }
+        if (k >= 0 && c->watch_mode && !listed) {
+                Label l[] = {{"mode", c->watch_mode}};
+                k = put_sample(w, "aicr_enroot_agent_watch_mode", l, ELEMENTSOF(l), "1");
+        }
+
+        if (k >= 0)
+                k = put_family(w, "aicr_enroot_agent_build_info", "gauge",
+                               "The agent's version; always 1.");
+        if (k >= 0) {
+                Label l[] = {{"version", c->version ? c->version : "unknown"}};
+                k = put_sample(w, "aicr_enroot_agent_build_info", l, ELEMENTSOF(l), "1");
+        }
+        return k;
+}
+
+static int render_process(Renderer *w, const ProcessStats *p) {
+        /* names, types and help texts as Prometheus client libraries export them */
+        const struct {
+                const char *name, *type, *help;
+                Number value;
+        } m[] = {
+                {"process_cpu_seconds_total", "counter",
+                 "Total user and system CPU time spent in seconds.", seconds(p->cpu_usec)},
+                {"process_max_fds", "gauge", "Maximum number of open file descriptors.",
+                 u64(p->max_fds)},
+                {"process_open_fds", "gauge", "Number of open file descriptors.", u64(p->open_fds)},
+                {"process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
+                 u64(p->resident_bytes)},
+                {"process_start_time_seconds", "gauge",
+                 "Start time of the process since unix epoch in seconds.",
+                 seconds(p->start_time_usec)},
+                {"process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
+                 u64(p->virtual_bytes)},
+                {"process_virtual_memory_max_bytes", "gauge",
+                 "Maximum amount of virtual memory available in bytes.", u64(p->virtual_max_bytes)},
+        };
+        int k = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(m) && k >= 0; i++) {
+                k = put_family(w, m[i].name, m[i].type, m[i].help);
+                if (k >= 0)
+                        k = put_sample(w, m[i].name, NULL, 0, m[i].value.s);
+        }
+        return k;
+}
+
+int metrics_render(StrBuf *out, const Report *r, const MetricsCounters *c) {
+        Renderer w = {.out = out, .scratch = STRBUF_INIT(METRICS_MAX_LABEL_BYTES + 64)};
+        int k;
+
+        k = render_config(&w, r);
+        if (k >= 0 && c)
+                k = render_agent(&w, c);
+        if (k >= 0 && c && c->has_process)
+                k = render_process(&w, &c->process);
+        strbuf_done(&w.scratch);
+        return k;
+}
+
+/* ---------------------------------------------------------------------------
+ * The /status document. */
+
+typedef struct JsonOut {
+        StrBuf *out;
+        int error;
+} JsonOut;
+
+static int json_put(const char *buffer, size_t size, void *userdata) {
+        JsonOut *o = userdata;
+        int r = strbuf_append(o->out, buffer, size);
+
+        if (r < 0) {
+                o->error = r;
+                return -1;
+        }
+        return 0;
+}
+
+/* Sets o[key] = v, stealing v; -ENOMEM when v is NULL (a failed constructor). */
+static int set(json_t *o, const char *key, json_t *v) {
+        if (!v)
+                return -ENOMEM;
+        return json_object_set_new(o, key, v) < 0 ? -ENOMEM : 0;
+}
+
+static json_t *safe_json_string(StrBuf *scratch, const char *s, size_t max_bytes) {
+        if (!s)
+                return json_null();
+        if (safe_string(scratch, s, max_bytes) < 0)
+                return NULL;
+        return json_string(strbuf_str(scratch));
+}
+
+static json_t *time_json(uint64_t usec) {
+        struct tm tm;
+        time_t t;
+        char buf[64];
+
+        if (usec == 0)
+                return json_null();
+        t = (time_t) (usec / 1000000u);
+        if (!gmtime_r(&t, &tm) || strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+                return json_null();
+        return json_string(buf);
+}
+
+static json_t *file_json(const FileReport *f, StrBuf *scratch) {
+        _cleanup_(json_decrefp) json_t *o = json_object(), *sha = json_object(),
+                                       *lint = json_object(), *changes = json_array();
+        int r;
+
+        if (!o || !sha || !lint || !changes)
+                return NULL;
+
+        for (Side s = 0; s < _SIDE_MAX; s++) {
+                json_t *l = json_null();
+
+                r = set(sha, side_to_string(s),
+                        f->read[s] && f->sha256[s][0] ? json_string(f->sha256[s]) : json_null());
+                if (r < 0)
+                        return NULL;
+                if (f->read[s])
+                        l = json_pack("{s:I,s:I}", "errors",
+                                      (json_int_t) f->lint[s][SEVERITY_ERROR], "warnings",
+                                      (json_int_t) f->lint[s][SEVERITY_WARNING]);
+                if (set(lint, side_to_string(s), l) < 0)
+                        return NULL;
+        }
+        for (size_t i = 0; i < f->n_changes; i++) {
+                const KeyChange *c = &f->changes[i];
+                json_t *key = safe_json_string(scratch, c->key, METRICS_MAX_LABEL_BYTES);
+
+                if (!key)
+                        return NULL;
+                if (json_array_append_new(changes, json_pack("{s:o,s:s,s:b}", "key", key, "change",
+                                                             diff_change_to_string(c->change),
+                                                             "effective", (int) c->effective)) < 0)
+                        return NULL;
+        }
+
+        if (set(o, "key", safe_json_string(scratch, file_key(f), METRICS_MAX_LABEL_BYTES)) < 0 ||
+            set(o, "running_path", safe_json_string(scratch, f->running_path, METRICS_MAX_BYTES)) <
+                    0 ||
+            set(o, "state", json_string(file_state_to_string(f->state) ?: "unknown")) < 0 ||
+            set(o, "since", time_json(f->state_since_usec)) < 0 ||
+            set(o, "detail", safe_json_string(scratch, f->detail, METRICS_MAX_BYTES)) < 0 ||
+            set(o, "superseded", json_boolean(f->superseded)) < 0 ||
+            set(o, "mount_version",
+                safe_json_string(scratch, f->mount_version, METRICS_MAX_LABEL_BYTES)) < 0 ||
+            set(o, "sha256", json_incref(sha)) < 0 || set(o, "lint", json_incref(lint)) < 0 ||
+            set(o, "drift_since",
+                f->state == FILE_DRIFTED ? time_json(f->drift_since_usec) : json_null()) < 0 ||
+            set(o, "drifted_keys", json_integer((json_int_t) f->n_drifted_keys)) < 0 ||
+            set(o, "changes", json_incref(changes)) < 0 ||
+            set(o, "changes_omitted", json_integer((json_int_t) f->n_changes_dropped)) < 0)
+                return NULL;
+        return TAKE_PTR(o);
+}
+
+static json_t *status_json(const Report *r, const MetricsCounters *c, StrBuf *scratch) {
+        static const Report empty = {.pod = POD_UNKNOWN};
+        _cleanup_(json_decrefp) json_t *o = json_object(), *files = json_array(),
+                                       *observable = json_object();
+
+        if (!o || !files || !observable)
+                return NULL;
+        if (!r)
+                r = &empty;
+
+        for (Side s = 0; s < _SIDE_MAX; s++)
+                if (set(observable, side_to_string(s), json_boolean(r->observable[s])) < 0)
+                        return NULL;
+        for (size_t i = 0; i < r->n_files; i++)
+                if (json_array_append_new(files, file_json(&r->files[i], scratch)) < 0)
+                        return NULL;
+
+        if (set(o, "pod", json_string(pod_state_to_string(report_pod_state(r)))) < 0 ||
+            set(o, "evaluated", json_boolean(r->evaluated)) < 0 ||
+            set(o, "evaluated_at", r->evaluated ? time_json(r->evaluated_usec) : json_null()) < 0 ||
+            set(o, "desired_version",
+                safe_json_string(scratch, r->desired_version, METRICS_MAX_LABEL_BYTES)) < 0 ||
+            set(o, "observable", json_incref(observable)) < 0)
+                return NULL;
+
+        if (c) {
+                _cleanup_(json_decrefp) json_t *agent = json_object(), *evals = json_object();
+
+                if (!agent || !evals)
+                        return NULL;
+                for (EvalTrigger t = 0; t < _TRIGGER_MAX; t++)
+                        if (set(evals, eval_trigger_to_string(t),
+                                json_integer((json_int_t) c->evaluations[t])) < 0)
+                                return NULL;
+                if (set(agent, "version",
+                        safe_json_string(scratch, c->version, METRICS_MAX_LABEL_BYTES)) < 0 ||
+                    set(agent, "watch_mode",
+                        safe_json_string(scratch, c->watch_mode, METRICS_MAX_LABEL_BYTES)) < 0 ||
+                    set(agent, "evaluations", json_incref(evals)) < 0 ||
+                    set(o, "agent", json_incref(agent)) < 0)
+                        return NULL;
+        }
+
+        if (set(o, "files", json_incref(files)) < 0)
+                return NULL;
+        return TAKE_PTR(o);
+}
+
+int metrics_render_status(StrBuf *out, const Report *r, const MetricsCounters *c) {
+        StrBuf scratch = STRBUF_INIT(METRICS_MAX_BYTES);
+        _cleanup_(json_decrefp) json_t *j = NULL;
+        JsonOut o = {.out = out};
+
+        j = status_json(r, c, &scratch);
+        strbuf_done(&scratch);
+        if (!j)
+                return -ENOMEM;
+        if (json_dump_callback(j, json_put, &o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
+                return o.error < 0 ? o.error : -ENOMEM;
+        return strbuf_putc(out, '\n');
+}
+
+/* ---------------------------------------------------------------------------
+ * /proc/self: the only I/O in this module. */
+
+static int parse_u64(const char *s, uint64_t *ret) {
+        char *end;
+        unsigned long long v;
+
+        if (!s || *s < '0' || *s > '9')
+                return -EBADMSG;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno != 0 || *end != '\0')
+                return -EBADMSG;
+        *ret = v;
+        return 0;
+}
+
+/* Boot time (CLOCK_REALTIME, seconds) from /proc/stat's "btime" line. It is
+ * constant for the machine's uptime, so it is read once. */
+static int boot_time_seconds(uint64_t *ret) {
+        static uint64_t cached;
+        _cleanup_free_ char *data = NULL;
+        const char *p;
+        size_t len;
+        int r;
+
+        if (cached > 0) {
+                *ret = cached;
+                return 0;
+        }
+        r = read_file_at(AT_FDCWD, "/proc/stat", 0, PROC_STAT_MAX_BYTES, &data, &len);
+        if (r < 0)
+                return r;
+        for (p = data; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+                const char *v = startswith(p, "btime ");
+                char num[32];
+                size_t n;
+
+                if (!v)
+                        continue;
+                n = strcspn(v, "\n");
+                if (n == 0 || n >= sizeof num)
+                        return -EBADMSG;
+                memcpy(num, v, n);
+                num[n] = '\0';
+                r = parse_u64(num, &cached);
+                if (r < 0)
+                        return r;
+                *ret = cached;
+                return 0;
+        }
+        return -EBADMSG;
+}
+
+static int count_open_fds(uint64_t *ret) {
+        DIR *d;
+        struct dirent *de;
+        uint64_t n = 0;
+        int own;
+
+        d = opendir("/proc/self/fd");
+        if (!d)
+                return negative_errno();
+        own = dirfd(d);
+        errno = 0;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                /* the directory's own descriptor is not one of ours */
+                if (own >= 0 && atoi(de->d_name) == own)
+                        continue;
+                n++;
+        }
+        if (errno != 0) {
+                int r = negative_errno();
+                (void) closedir(d);
+                return r;
+        }
+        (void) closedir(d);
+        *ret = n;
+        return 0;
+}
+
+int process_stats_read(ProcessStats *ret) {
+        _cleanup_free_ char *stat = NULL;
+        ProcessStats p = {};
+        uint64_t utime = 0, stime = 0, start = 0, rss = 0, btime;
+        struct rlimit rl;
+        long tck, page;
+        char *s, *save = NULL;
+        unsigned field;
+        size_t len;
+        int r;
+
+        tck = sysconf(_SC_CLK_TCK);
+        page = sysconf(_SC_PAGESIZE);
+        if (tck <= 0 || page <= 0)
+                return -EINVAL;
+
+        r = read_file_at(AT_FDCWD, "/proc/self/stat", 0, PROC_SELF_STAT_MAX_BYTES, &stat, &len);
+        if (r < 0)
+                return r;
+        /* "pid (comm) state ppid ...": comm may hold spaces and parentheses,
+         * so the fields start after the last ')', with field 3 (proc(5) numbers
+         * them from 1). We need 14 utime and 15 stime, 22 starttime (clock
+         * ticks), 23 vsize (bytes) and 24 rss (pages). */
+        s = strrchr(stat, ')');
+        if (!s)
+                return -EBADMSG;
+        field = 3;
+        for (char *tok = strtok_r(s + 1, " \n", &save); tok && field <= 24;
+             tok = strtok_r(NULL, " \n", &save), field++) {
+                uint64_t *dst = field == 14   ? &utime
+                                : field == 15 ? &stime
+                                : field == 22 ? &start
+                                : field == 23 ? &p.virtual_bytes
+                                : field == 24 ? &rss
+                                              : NULL;
+                if (!dst)
+                        continue;
+                r = parse_u64(tok, dst);
+                if (r < 0)
+                        return r;
+        }
+        if (field <= 24)
+                return -EBADMSG;
+        p.cpu_usec = (utime + stime) * 1000000u / (uint64_t) tck;
+        p.resident_bytes = rss * (uint64_t) page;
+
+        r = boot_time_seconds(&btime);
+        if (r < 0)
+                return r;
+        p.start_time_usec = btime * 1000000u + start * 1000000u / (uint64_t) tck;
+
+        r = count_open_fds(&p.open_fds);
+        if (r < 0)
+                return r;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return negative_errno();
+        p.max_fds = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t) rl.rlim_cur;
+        if (getrlimit(RLIMIT_AS, &rl) < 0)
+                return negative_errno();
+        p.virtual_max_bytes = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t) rl.rlim_cur;
+
+        *ret = p;
+        return 0;
+}

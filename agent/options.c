@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <getopt.h>
+#include <stdarg.h>
+#include <syslog.h>
+
+#include "options.h"
+
+const char options_help[] =
+        "Usage: aicr-enroot-agent [OPTIONS]              run the agent\n"
+        "       aicr-enroot-agent --check [OPTIONS]      ask the running agent (readiness probe)\n"
+        "       aicr-enroot-agent lint|diff ...          one-shot commands (see COMMAND --help)\n"
+        "\n"
+        "Watches the whole-directory projection of the enroot ConfigMap and reports whether\n"
+        "the files this container runs still match it, as enroot reads them.\n"
+        "\n"
+        "  --desired-dir DIR         the ConfigMap mounted as a whole directory (no subPath)\n"
+        "  --file KEY=PATH           compare ConfigMap key KEY with the running file PATH\n"
+        "                            (repeatable; default enroot.conf=/etc/enroot/enroot.conf\n"
+        "                            and "
+        "99-aicr-defaults.env=/etc/enroot/environ.d/99-aicr-defaults.env)\n"
+        "  --running-root DIR        prefix for the running paths (default /)\n"
+        "  --target-process NAME     read the running files through /proc/PID/root of the\n"
+        "                            process NAME (a sidecar with shareProcessNamespace: true;\n"
+        "                            needs the same uid or CAP_SYS_PTRACE)\n"
+        "  --listen [ADDR]:PORT      serve /metrics, /healthz, /readyz, /status (default :9100)\n"
+        "  --resync-interval SECONDS full re-verification period (default 60)\n"
+        "  --poll-interval SECONDS   polling period when inotify is unavailable (default 5)\n"
+        "  --watch auto|inotify|poll how to notice ConfigMap updates (default auto)\n"
+        "  --log-level LEVEL         debug, info, notice, warning or err (default info)\n"
+        "  --check-config            validate the options and exit\n"
+        "  --check                   ask the running agent's /readyz: exit 0 ready, 1 not\n"
+        "  --require-current         with --check: not ready unless every file is current\n"
+        "  --timeout MILLISECONDS    with --check: give up after this long (default 1000)\n"
+        "  -h, --help                show this help\n"
+        "  --version                 show the version\n";
+
+/* The ConfigMap keys and the paths Slinky mounts them at (DESIGN §1). */
+static const struct {
+        const char *key, *path;
+} default_files[] = {
+        {"enroot.conf", "/etc/enroot/enroot.conf"},
+        {"99-aicr-defaults.env", "/etc/enroot/environ.d/99-aicr-defaults.env"},
+};
+
+static int fail(char **ret_error, const char *fmt, ...) _printf_(2, 3);
+static int fail(char **ret_error, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(ret_error, fmt, ap);
+        va_end(ap);
+        return r < 0 ? -ENOMEM : -EINVAL;
+}
+
+bool configmap_key_is_valid(const char *key) {
+        size_t n = strlen(key);
+
+        if (n == 0 || n > OPTIONS_MAX_KEY_LENGTH)
+                return false;
+        if (streq(key, ".") || streq(key, "..") || startswith(key, ".."))
+                return false;
+        for (const char *p = key; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
+                        return false;
+        return true;
+}
+
+void options_done(Options *o) {
+        free(o->desired_dir);
+        for (size_t i = 0; i < o->n_files; i++) {
+                free(o->files[i].key);
+                free(o->files[i].path);
+        }
+        free(o->files);
+        free(o->running_root);
+        free(o->target_process);
+        free(o->listen);
+        free(o->watch);
+        *o = (Options){};
+}
+
+static int set_string(char **dst, const char *s) {
+        char *c = strdup(s);
+        if (!c)
+                return -ENOMEM;
+        free(*dst);
+        *dst = c;
+        return 0;
+}
+
+/* A whole number from min to max; the message names the option and the unit. */
+static int parse_number(const char *opt, const char *s, unsigned min, unsigned max,
+                        const char *unit, uint64_t *ret, char **ret_error) {
+        char *end = NULL;
+        unsigned long v;
+
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (errno || !end || *end || end == s || *s == '-' || v < min || v > max)
+                return fail(ret_error, "%s: \"%s\" is not a number of %s from %u to %u", opt, s,
+                            unit, min, max);
+        *ret = v;
+        return 0;
+}
+
+static int parse_seconds(const char *opt, const char *s, uint64_t *ret_usec, char **ret_error) {
+        uint64_t v;
+        int r = parse_number(opt, s, 1, OPTIONS_MAX_RESYNC_SECONDS, "seconds", &v, ret_error);
+        if (r < 0)
+                return r;
+        *ret_usec = v * 1000000u;
+        return 0;
+}
+
+static int parse_listen(const char *s, char **ret_error) {
+        const char *colon = strrchr(s, ':');
+        char *end = NULL;
+        unsigned long port;
+
+        /* [ADDR]:PORT: the address may be empty (all), IPv4, a name, or [IPv6]. */
+        if (!colon)
+                return fail(ret_error, "--listen: \"%s\" has no port: use [ADDR]:PORT, e.g. :9100",
+                            s);
+        if (s[0] == '[' && (colon == s || colon[-1] != ']'))
+                return fail(ret_error, "--listen: \"%s\": write an IPv6 address as [ADDR]:PORT", s);
+        if (s[0] != '[' && memchr(s, ':', (size_t) (colon - s)))
+                return fail(ret_error, "--listen: \"%s\": write an IPv6 address as [ADDR]:PORT", s);
+        errno = 0;
+        port = strtoul(colon + 1, &end, 10);
+        if (errno || !end || *end || end == colon + 1 || colon[1] == '-' || port > 65535)
+                return fail(ret_error,
+                            "--listen: \"%s\": the port must be a number from 0 to 65535", s);
+        return 0;
+}
+
+static int add_file(Options *o, const char *arg, bool *defaults, char **ret_error) {
+        const char *eq = strchr(arg, '=');
+        _cleanup_free_ char *key = NULL;
+        FileSpec *n;
+
+        if (*defaults) {
+                /* The first --file replaces the default pair. */
+                for (size_t i = 0; i < o->n_files; i++) {
+                        free(o->files[i].key);
+                        free(o->files[i].path);
+                }
+                o->n_files = 0;
+                *defaults = false;
+        }
+        if (!eq)
+                return fail(ret_error, "--file: \"%s\" is not KEY=PATH", arg);
+        key = strndup(arg, (size_t) (eq - arg));
+        if (!key)
+                return -ENOMEM;
+        if (!configmap_key_is_valid(key))
+                return fail(ret_error,
+                            "--file: \"%s\" is not a ConfigMap key (letters, digits, '-', '_' and "
+                            "'.', at most %u, not starting with \"..\")",
+                            key, OPTIONS_MAX_KEY_LENGTH);
+        if (eq[1] != '/')
+                return fail(ret_error, "--file: \"%s\": the path must be absolute", eq + 1);
+        if (strlen(eq + 1) > OPTIONS_MAX_PATH_LENGTH)
+                return fail(ret_error, "--file: the path for \"%s\" is longer than %u bytes", key,
+                            OPTIONS_MAX_PATH_LENGTH);
+        for (size_t i = 0; i < o->n_files; i++)
+                if (streq(o->files[i].key, key))
+                        return fail(ret_error, "--file: key \"%s\" is given twice", key);
+        if (o->n_files >= OPTIONS_MAX_FILES)
+                return fail(ret_error, "--file: more than %u files", OPTIONS_MAX_FILES);
+
+        n = reallocarray(o->files, o->n_files + 1, sizeof(FileSpec));
+        if (!n)
+                return -ENOMEM;
+        o->files = n;
+        n[o->n_files].path = strdup(eq + 1);
+        if (!n[o->n_files].path)
+                return -ENOMEM;
+        n[o->n_files].key = TAKE_PTR(key);
+        o->n_files++;
+        return 0;
+}
+
+static int parse_log_level(const char *s, int *ret, char **ret_error) {
+        static const struct {
+                const char *name;
+                int level;
+        } levels[] = {
+                {"debug", LOG_DEBUG},     {"info", LOG_INFO}, {"notice", LOG_NOTICE},
+                {"warning", LOG_WARNING}, {"err", LOG_ERR},   {"error", LOG_ERR},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(levels); i++)
+                if (streq(s, levels[i].name)) {
+                        *ret = levels[i].level;
+                        return 0;
+                }
+        return fail(ret_error, "--log-level: \"%s\" is not debug, info, notice, warning or err", s);
+}
+
+static int set_defaults(Options *o) {
+        o->files = calloc(ELEMENTSOF(default_files), sizeof(FileSpec));
+        if (!o->files)
+                return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(default_files); i++) {
+                o->files[i].key = strdup(default_files[i].key);
+                o->files[i].path = strdup(default_files[i].path);
+                o->n_files++;
+                if (!o->files[i].key || !o->files[i].path)
+                        return -ENOMEM;
+        }
+        o->resync_usec = OPTIONS_DEFAULT_RESYNC_SECONDS * 1000000ull;
+        o->poll_usec = OPTIONS_DEFAULT_POLL_SECONDS * 1000000ull;
+        o->check_timeout_usec = OPTIONS_DEFAULT_CHECK_TIMEOUT_MS * 1000ull;
+        o->log_level = LOG_INFO;
+        if (set_string(&o->running_root, "/") < 0 ||
+            set_string(&o->listen, OPTIONS_DEFAULT_LISTEN) < 0 || set_string(&o->watch, "auto") < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static int parse_one(Options *o, int c, const char *arg, bool *default_files_left,
+                     char **ret_error) {
+        uint64_t ms;
+
+        switch (c) {
+        case 'd':
+                if (!*arg)
+                        return fail(ret_error, "--desired-dir: the directory is empty");
+                return set_string(&o->desired_dir, arg);
+        case 'f':
+                return add_file(o, arg, default_files_left, ret_error);
+        case 'r':
+                if (arg[0] != '/')
+                        return fail(ret_error, "--running-root: \"%s\" is not an absolute path",
+                                    arg);
+                return set_string(&o->running_root, arg);
+        case 'p':
+                /* /proc/PID/comm holds at most 15 characters. */
+                if (!*arg || strlen(arg) > 15 || strchr(arg, '/'))
+                        return fail(ret_error,
+                                    "--target-process: \"%s\" is not a process name (1 to 15 "
+                                    "characters without '/', as in /proc/PID/comm)",
+                                    arg);
+                return set_string(&o->target_process, arg);
+        case 'l':
+                if (parse_listen(arg, ret_error) < 0)
+                        return -EINVAL;
+                return set_string(&o->listen, arg);
+        case 'R':
+                return parse_seconds("--resync-interval", arg, &o->resync_usec, ret_error);
+        case 'P':
+                return parse_seconds("--poll-interval", arg, &o->poll_usec, ret_error);
+        case 'w':
+                if (!streq(arg, "auto") && !streq(arg, "inotify") && !streq(arg, "poll"))
+                        return fail(ret_error, "--watch: \"%s\" is not auto, inotify or poll", arg);
+                return set_string(&o->watch, arg);
+        case 'L':
+                return parse_log_level(arg, &o->log_level, ret_error);
+        case 'T':
+                if (parse_number("--timeout", arg, 1, 60000, "milliseconds", &ms, ret_error) < 0)
+                        return -EINVAL;
+                o->check_timeout_usec = ms * 1000u;
+                return 0;
+        default:
+                return -EINVAL;
+        }
+}
+
+int options_parse(int argc, char **argv, Options *ret, char **ret_error) {
+        static const struct option longopts[] = {
+                {"desired-dir", required_argument, NULL, 'd'},
+                {"file", required_argument, NULL, 'f'},
+                {"running-root", required_argument, NULL, 'r'},
+                {"target-process", required_argument, NULL, 'p'},
+                {"listen", required_argument, NULL, 'l'},
+                {"resync-interval", required_argument, NULL, 'R'},
+                {"poll-interval", required_argument, NULL, 'P'},
+                {"watch", required_argument, NULL, 'w'},
+                {"log-level", required_argument, NULL, 'L'},
+                {"timeout", required_argument, NULL, 'T'},
+                {"check", no_argument, NULL, 'c'},
+                {"check-config", no_argument, NULL, 'C'},
+                {"require-current", no_argument, NULL, 'q'},
+                {"help", no_argument, NULL, 'h'},
+                {"version", no_argument, NULL, 'V'},
+                {},
+        };
+        _cleanup_(options_done) Options o = {};
+        bool default_files_left = true, check = false, check_config = false;
+        int c, r;
+
+        *ret_error = NULL;
+        r = set_defaults(&o);
+        if (r < 0)
+                return r;
+
+        optind = 0;
+        opterr = 0; /* we say it ourselves, naming the option */
+        while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        o.action = ACTION_HELP;
+                        break;
+                case 'V':
+                        o.action = ACTION_VERSION;
+                        break;
+                case 'c':
+                        check = true;
+                        break;
+                case 'C':
+                        check_config = true;
+                        break;
+                case 'q':
+                        o.require_current = true;
+                        break;
+                case ':':
+                        return fail(ret_error, "%s needs a value", argv[optind - 1]);
+                case '?':
+                        if (optopt)
+                                return fail(ret_error, "unknown option -%c", optopt);
+                        return fail(ret_error, "unknown option %s", argv[optind - 1]);
+                default:
+                        r = parse_one(&o, c, optarg, &default_files_left, ret_error);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        if (optind < argc)
+                return fail(ret_error,
+                            "unexpected argument \"%s\" (commands come first: lint, diff)",
+                            argv[optind]);
+        if (check && check_config)
+                return fail(ret_error, "--check and --check-config exclude each other");
+        if (o.require_current && !check)
+                return fail(ret_error, "--require-current only goes with --check");
+
+        if (o.action != ACTION_HELP && o.action != ACTION_VERSION)
+                o.action = check          ? ACTION_CHECK
+                           : check_config ? ACTION_CHECK_CONFIG
+                                          : ACTION_DAEMON;
+
+        *ret = o;
+        o = (Options){};
+        return 0;
+}
+
+int options_validate_daemon(const Options *o, char **ret_error) {
+        *ret_error = NULL;
+        if (!o->desired_dir)
+                return fail(ret_error, "--desired-dir is required: the directory where the enroot "
+                                       "ConfigMap is mounted whole (without subPath)");
+        if (o->desired_dir[0] != '/')
+                return fail(ret_error, "--desired-dir: \"%s\" is not an absolute path",
+                            o->desired_dir);
+        if (o->target_process && !streq(o->running_root, "/"))
+                return fail(ret_error, "--running-root and --target-process exclude each other: "
+                                       "the process's root is the running root");
+        return 0;
+}

@@ -1,0 +1,875 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+
+#if __has_include(<linux/openat2.h>)
+#include <linux/openat2.h>
+#else
+struct open_how {
+        uint64_t flags;
+        uint64_t mode;
+        uint64_t resolve;
+};
+#define RESOLVE_NO_MAGICLINKS 0x02
+#define RESOLVE_IN_ROOT       0x10
+#endif
+
+#include "fileio.h"
+#include "log.h"
+#include "mountinfo.h"
+#include "running.h"
+
+static void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
+
+static void closedirp(DIR **d) {
+        if (*d)
+                (void) closedir(*d);
+}
+
+/* openat2(2) and pidfd_open(2) through syscall(): glibc 2.36 has no openat2
+ * wrapper, and a build on an older libc should still run (and fall back) on
+ * whatever kernel it meets. */
+static int sys_openat2(int dir_fd, const char *path, const struct open_how *how) {
+#ifdef SYS_openat2
+        long r = syscall(SYS_openat2, dir_fd, path, how, sizeof *how);
+        return r < 0 ? negative_errno() : (int) r;
+#else
+        return -ENOSYS;
+#endif
+}
+
+static int sys_pidfd_open(pid_t pid) {
+#ifdef SYS_pidfd_open
+        long r = syscall(SYS_pidfd_open, pid, 0);
+        return r < 0 ? negative_errno() : (int) r;
+#else
+        return -ENOSYS;
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* Opening inside a root */
+
+typedef struct FdStack {
+        int fds[RUNNING_MAX_DEPTH];
+        size_t depth;
+} FdStack;
+
+static void fd_stack_pop(FdStack *s) {
+        if (s->depth > 0)
+                (void) close(s->fds[--s->depth]);
+}
+
+static void fd_stack_clear(FdStack *s) {
+        while (s->depth > 0)
+                fd_stack_pop(s);
+}
+
+static int fd_stack_top(const FdStack *s, int root_fd) {
+        return s->depth > 0 ? s->fds[s->depth - 1] : root_fd;
+}
+
+int running_open_in_root_walk(int root_fd, const char *path, int flags) {
+        _cleanup_(fd_stack_clear) FdStack stack = {.depth = 0};
+        _cleanup_free_ char *todo = NULL;
+        unsigned links = 0;
+        size_t pos = 0;
+
+        if (flags & O_CREAT || (flags & O_TMPFILE) == O_TMPFILE)
+                return -EINVAL;
+        if (path[0] == '\0')
+                return -ENOENT; /* as open("") */
+        if (strlen(path) >= RUNNING_MAX_PATH_LENGTH)
+                return -ENAMETOOLONG;
+        todo = strdup(path);
+        if (!todo)
+                return -ENOMEM;
+
+        for (;;) {
+                _cleanup_close_ int fd = -EBADF;
+                const char *p = todo + pos, *end, *rest;
+                char name[NAME_MAX + 1];
+                bool last, trailing_slash;
+                struct stat st;
+                size_t len;
+
+                while (*p == '/')
+                        p++;
+                if (*p == '\0') {
+                        /* Resolved to a directory: the root itself, or after "..". */
+                        fd = openat(fd_stack_top(&stack, root_fd), ".", flags | O_CLOEXEC);
+                        return fd < 0 ? negative_errno() : TAKE_FD(fd);
+                }
+                end = strchrnul(p, '/');
+                len = (size_t) (end - p);
+                if (len > NAME_MAX)
+                        return -ENAMETOOLONG;
+                memcpy(name, p, len);
+                name[len] = '\0';
+                for (rest = end; *rest == '/'; rest++)
+                        ;
+                last = *rest == '\0';
+                trailing_slash = *end == '/';
+                pos = (size_t) (rest - todo);
+
+                if (streq(name, "."))
+                        continue;
+                if (streq(name, "..")) {
+                        /* Pop our own stack rather than open "..": at root_fd we
+                         * stay, as chroot(2) would, and a directory moved away
+                         * meanwhile cannot take us outside. */
+                        fd_stack_pop(&stack);
+                        continue;
+                }
+
+                fd = openat(fd_stack_top(&stack, root_fd), name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        return negative_errno();
+                if (fstat(fd, &st) < 0)
+                        return negative_errno();
+
+                if (S_ISLNK(st.st_mode)) {
+                        char target[RUNNING_MAX_PATH_LENGTH];
+                        _cleanup_free_ char *spliced = NULL;
+                        ssize_t n;
+
+                        if (++links > RUNNING_MAX_SYMLINKS)
+                                return -ELOOP;
+                        /* An O_PATH fd of the link itself: readlinkat(fd, "") reads it
+                         * without a second lookup that could race. Magic links read
+                         * as text ("/", "pipe:[...]") and are never followed. */
+                        n = readlinkat(fd, "", target, sizeof target);
+                        if (n < 0)
+                                return negative_errno();
+                        if ((size_t) n >= sizeof target)
+                                return -ENAMETOOLONG;
+                        if (n == 0)
+                                return -ENOENT; /* as the kernel does for an empty link */
+                        target[n] = '\0';
+
+                        if ((size_t) n + 1 + strlen(rest) + 1 >= RUNNING_MAX_PATH_LENGTH)
+                                return -ENAMETOOLONG;
+                        if (asprintf(&spliced, "%s%s%s", target, *rest || trailing_slash ? "/" : "",
+                                     rest) < 0)
+                                return -ENOMEM;
+                        free(todo);
+                        todo = TAKE_PTR(spliced);
+                        pos = 0;
+                        if (target[0] == '/')
+                                fd_stack_clear(&stack);
+                        continue;
+                }
+
+                if (!last) {
+                        if (!S_ISDIR(st.st_mode))
+                                return -ENOTDIR;
+                        if (stack.depth >= RUNNING_MAX_DEPTH)
+                                return -ENAMETOOLONG;
+                        stack.fds[stack.depth++] = TAKE_FD(fd);
+                        continue;
+                }
+
+                if (trailing_slash && !S_ISDIR(st.st_mode))
+                        return -ENOTDIR;
+
+                /* The last component: open it for real, and make sure it is
+                 * still the inode we looked at (it may have been swapped for a
+                 * symlink in between: O_NOFOLLOW then refuses it). */
+                {
+                        _cleanup_close_ int rfd = -EBADF;
+                        struct stat rst;
+
+                        rfd = openat(fd_stack_top(&stack, root_fd), name,
+                                     flags | O_CLOEXEC | O_NOFOLLOW);
+                        if (rfd < 0)
+                                return negative_errno();
+                        if (fstat(rfd, &rst) < 0)
+                                return negative_errno();
+                        if (rst.st_dev != st.st_dev || rst.st_ino != st.st_ino)
+                                return -EAGAIN;
+                        return TAKE_FD(rfd);
+                }
+        }
+}
+
+/* Whether openat2() works at all here (an old seccomp profile answers EPERM
+ * for every syscall it does not know, not ENOSYS). */
+static bool openat2_works(int root_fd) {
+        struct open_how how = {
+                .flags = O_PATH | O_CLOEXEC,
+                .resolve = RESOLVE_IN_ROOT,
+        };
+        int fd = sys_openat2(root_fd, ".", &how);
+
+        if (fd >= 0) {
+                (void) close(fd);
+                return true;
+        }
+        return fd != -ENOSYS && fd != -EPERM;
+}
+
+int running_open_in_root(int root_fd, const char *path, int flags, RunningResolve *ret_resolve) {
+        struct open_how how = {
+                .flags = (uint64_t) (flags | O_CLOEXEC),
+                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+        };
+        int fd = -EAGAIN;
+
+        if (flags & O_CREAT || (flags & O_TMPFILE) == O_TMPFILE)
+                return -EINVAL;
+
+        /* openat2(2): with RESOLVE_IN_ROOT, EAGAIN means a rename or mount
+         * raced with the lookup and the kernel could not vouch for it: retry. */
+        for (unsigned i = 0; i < 3 && fd == -EAGAIN; i++)
+                fd = sys_openat2(root_fd, path, &how);
+
+        if (fd == -ENOSYS || (fd == -EPERM && !openat2_works(root_fd))) {
+                if (ret_resolve)
+                        *ret_resolve = RUNNING_RESOLVE_WALK;
+                return running_open_in_root_walk(root_fd, path, flags);
+        }
+        if (ret_resolve)
+                *ret_resolve = RUNNING_RESOLVE_OPENAT2;
+        return fd;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Processes */
+
+/* The PID procfs at proc_fd gives us through "self", or 0 (a fake tree, or a
+ * procfs of another PID namespace, where "self" names nobody or someone else). */
+static pid_t proc_self_pid(int proc_fd) {
+        char buf[32];
+        ssize_t n;
+        long v;
+        char *e;
+
+        n = readlinkat(proc_fd, "self", buf, sizeof buf - 1);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        errno = 0;
+        v = strtol(buf, &e, 10);
+        if (errno != 0 || *e != '\0' || v <= 0 || v > INT_MAX)
+                return 0;
+        return (pid_t) v;
+}
+
+static bool parse_pid(const char *s, pid_t *ret) {
+        long v = 0;
+
+        if (!*s)
+                return false;
+        for (; *s; s++) {
+                if (*s < '0' || *s > '9')
+                        return false;
+                v = v * 10 + (*s - '0');
+                if (v > INT_MAX)
+                        return false;
+        }
+        if (v <= 0)
+                return false;
+        *ret = (pid_t) v;
+        return true;
+}
+
+/* comm as the kernel keeps it: at most RUNNING_COMM_MAX bytes. */
+static bool comm_equal(const char *comm, const char *name) {
+        size_t l = strnlen(name, RUNNING_COMM_MAX);
+        return strlen(comm) == l && strncmp(comm, name, l) == 0;
+}
+
+/* 1 when dir_fd/path (a comm file) names name, 0 when another, -errno. */
+static int comm_is_at(int dir_fd, const char *path, const char *name) {
+        _cleanup_free_ char *data = NULL;
+        size_t len;
+        int r;
+
+        r = read_file_at(dir_fd, path, 0, RUNNING_MAX_PROC_FILE_BYTES, &data, &len);
+        if (r < 0)
+                return r;
+        if (len > 0 && data[len - 1] == '\n')
+                data[--len] = '\0';
+        if (strlen(data) != len)
+                return 0;
+        return comm_equal(data, name);
+}
+
+/* Field 3 (state) and 4 (ppid) of proc(5) stat. comm (field 2) may hold
+ * spaces and parentheses: parse from its last ')'. */
+static int stat_at(int dir_fd, const char *path, char *ret_state, pid_t *ret_ppid) {
+        _cleanup_free_ char *data = NULL;
+        const char *p;
+        size_t len;
+        int ppid;
+        char state;
+        int r;
+
+        r = read_file_at(dir_fd, path, 0, RUNNING_MAX_PROC_FILE_BYTES, &data, &len);
+        if (r < 0)
+                return r;
+        p = strrchr(data, ')');
+        if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2)
+                return -EINVAL;
+        *ret_state = state;
+        *ret_ppid = ppid;
+        return 0;
+}
+
+static bool state_is_dead(char state) {
+        return state == 'Z' || state == 'X' || state == 'x';
+}
+
+/* 1 when the process at dir_fd (PROC/PID, or proc_fd with "PID/" in prefix)
+ * is alive and named name, 0 when not, -errno when it cannot be told. */
+static int process_is_at(int dir_fd, const char *prefix, const char *name) {
+        char path[64];
+        pid_t ppid;
+        char state;
+        int r;
+
+        (void) snprintf(path, sizeof path, "%scomm", prefix);
+        r = comm_is_at(dir_fd, path, name);
+        if (r <= 0)
+                return r;
+        (void) snprintf(path, sizeof path, "%sstat", prefix);
+        r = stat_at(dir_fd, path, &state, &ppid);
+        if (r < 0)
+                return r;
+        return !state_is_dead(state);
+}
+
+static int find_process_at(int proc_fd, const char *name, pid_t self, pid_t *ret_pid) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        pid_t best = 0;
+        bool best_parent_same = false;
+        int fd;
+
+        fd = openat(proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        d = fdopendir(fd);
+        if (!d) {
+                int r = negative_errno();
+                (void) close(fd);
+                return r;
+        }
+
+        for (;;) {
+                struct dirent *de;
+                char path[64];
+                pid_t pid, ppid;
+                bool parent_same;
+                char state;
+
+                errno = 0;
+                de = readdir(d);
+                if (!de) {
+                        if (errno != 0)
+                                return negative_errno();
+                        break;
+                }
+                if (!parse_pid(de->d_name, &pid) || pid == self)
+                        continue;
+
+                /* Processes come and go while we look: any error skips one. */
+                (void) snprintf(path, sizeof path, "%d/comm", (int) pid);
+                if (comm_is_at(proc_fd, path, name) <= 0)
+                        continue;
+                (void) snprintf(path, sizeof path, "%d/stat", (int) pid);
+                if (stat_at(proc_fd, path, &state, &ppid) < 0 || state_is_dead(state))
+                        continue;
+                (void) snprintf(path, sizeof path, "%d/comm", (int) ppid);
+                parent_same = ppid > 0 && comm_is_at(proc_fd, path, name) > 0;
+
+                /* The main process of a daemon is the one whose parent is not
+                 * itself (slurmd forks helpers that may keep its name); among
+                 * equals the lowest PID, the oldest barring wrap-around. */
+                if (best == 0 || (best_parent_same && !parent_same) ||
+                    (best_parent_same == parent_same && pid < best)) {
+                        best = pid;
+                        best_parent_same = parent_same;
+                }
+        }
+
+        if (best == 0)
+                return -ESRCH;
+        *ret_pid = best;
+        return 0;
+}
+
+int running_find_process(const char *proc_dir, const char *name, pid_t *ret_pid) {
+        _cleanup_close_ int proc_fd = -EBADF;
+
+        proc_fd = open(proc_dir ? proc_dir : RUNNING_DEFAULT_PROC_DIR,
+                       O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (proc_fd < 0)
+                return negative_errno();
+        return find_process_at(proc_fd, name, proc_self_pid(proc_fd), ret_pid);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The view */
+
+static void running_file_reset(RunningFile *f) {
+        char *path = f->path;
+
+        free(f->content);
+        free(f->mount_root);
+        free(f->mount_version);
+        *f = (RunningFile){.path = path};
+}
+
+RunningView *running_view_free(RunningView *v) {
+        if (!v)
+                return NULL;
+        for (size_t i = 0; i < v->n_files; i++) {
+                running_file_reset(&v->files[i]);
+                free(v->files[i].path);
+        }
+        free(v->files);
+        free(v->detail);
+        free(v->note);
+        if (v->pidfd >= 0)
+                (void) close(v->pidfd);
+        free(v);
+        return NULL;
+}
+
+static void view_reset(RunningView *v) {
+        for (size_t i = 0; i < v->n_files; i++)
+                running_file_reset(&v->files[i]);
+        v->mountinfo_error = 0;
+        v->mountinfo_malformed = 0;
+        v->resolve = RUNNING_RESOLVE_OPENAT2;
+        v->note = mfree(v->note);
+}
+
+_printf_(3, 4) static int view_unobservable(RunningView *v, int error, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        view_reset(v);
+        v->observable = false;
+        v->error = error;
+        for (size_t i = 0; i < v->n_files; i++)
+                v->files[i].error = error;
+        free(v->detail);
+        v->detail = NULL;
+        va_start(ap, fmt);
+        r = vasprintf(&v->detail, fmt, ap);
+        va_end(ap);
+        if (r < 0) {
+                v->detail = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+_printf_(2, 3) static int view_note(RunningView *v, const char *fmt, ...) {
+        _cleanup_free_ char *s = NULL;
+        char *joined;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        if (!v->note) {
+                v->note = TAKE_PTR(s);
+                return 0;
+        }
+        if (asprintf(&joined, "%s; %s", v->note, s) < 0)
+                return -ENOMEM;
+        free(v->note);
+        v->note = joined;
+        return 0;
+}
+
+/* "/a//b/" -> "/a/b": mountinfo shows mount points without doubled or
+ * trailing slashes. */
+static char *path_join_normalized(const char *prefix, const char *path) {
+        size_t lp = prefix ? strlen(prefix) : 0, lq = strlen(path);
+        char *s = malloc(lp + 1 + lq + 1), *w = s;
+
+        if (!s)
+                return NULL;
+        if (lp > 0) {
+                memcpy(w, prefix, lp);
+                w += lp;
+                *w++ = '/';
+        }
+        memcpy(w, path, lq + 1);
+
+        w = s;
+        for (const char *p = s; *p; p++)
+                if (!(*p == '/' && w > s && w[-1] == '/'))
+                        *w++ = *p;
+        while (w > s + 1 && w[-1] == '/')
+                w--;
+        *w = '\0';
+        return s;
+}
+
+static int file_mount_facts(RunningFile *f, const MountInfo *mi, const char *mount_point,
+                            bool have_root_attr, bool is_mount_root) {
+        const MountInfoEntry *e = NULL;
+        int r;
+
+        if (f->mount_id != 0 && have_root_attr) {
+                /* statx() says which mount the inode we read came from, and
+                 * whether it is that mount's root: no path to compare, so
+                 * symlinks and prefixes cannot mislead. Mount IDs are shared by
+                 * every mount namespace. */
+                if (!is_mount_root) {
+                        f->mount_known = true;
+                        return 0;
+                }
+                e = mountinfo_find_id(mi, f->mount_id);
+        }
+        if (!e) {
+                /* Linux < 5.8 (no STATX_MNT_ID), or the file could not be opened:
+                 * the entry mounted on the path, as mountinfo spells it. */
+                r = mountinfo_find_mount_point(mi, mount_point, &e);
+                if (r == -ENOMEM)
+                        return r;
+        }
+
+        f->mount_known = true;
+        if (!e)
+                return 0;
+
+        f->mount_point = true;
+        f->mount_id = e->mount_id;
+        f->mount_root = strdup(e->root);
+        if (!f->mount_root)
+                return -ENOMEM;
+        r = mountinfo_root_version(e->root, &f->mount_version, &f->mount_deleted);
+        return r < 0 ? r : 0;
+}
+
+/* Reads every file under root_fd. mount_prefix: what mountinfo puts before
+ * a path (the running root in the default mode, NULL in target mode). */
+static int view_read_files(RunningView *v, int root_fd, const MountInfo *mi,
+                           const char *mount_prefix) {
+        int r;
+
+        for (size_t i = 0; i < v->n_files; i++) {
+                RunningFile *f = &v->files[i];
+                RunningResolve resolve = RUNNING_RESOLVE_OPENAT2;
+                bool have_root_attr = false, is_mount_root = false;
+                _cleanup_close_ int fd = -EBADF;
+
+                fd = running_open_in_root(root_fd, f->path, O_RDONLY | O_NOCTTY | O_NONBLOCK,
+                                          &resolve);
+                if (resolve == RUNNING_RESOLVE_WALK)
+                        v->resolve = RUNNING_RESOLVE_WALK;
+                if (fd < 0)
+                        f->error = fd;
+                else {
+                        struct statx sx;
+
+                        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
+                                  STATX_BASIC_STATS | STATX_MNT_ID, &sx) == 0) {
+                                f->have_stat = true;
+                                f->dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+                                f->ino = sx.stx_ino;
+                                f->nlink = sx.stx_nlink;
+                                f->mode = sx.stx_mode;
+                                if (sx.stx_mask & STATX_MNT_ID)
+                                        f->mount_id = sx.stx_mnt_id;
+                                have_root_attr = sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT;
+                                is_mount_root = sx.stx_attributes & STATX_ATTR_MOUNT_ROOT;
+                        } else {
+                                struct stat st;
+                                if (fstat(fd, &st) == 0) {
+                                        f->have_stat = true;
+                                        f->dev = st.st_dev;
+                                        f->ino = st.st_ino;
+                                        f->nlink = st.st_nlink;
+                                        f->mode = st.st_mode;
+                                }
+                        }
+
+                        f->error = read_fd_bounded(fd, v->max_bytes, &f->content, &f->size);
+                        if (f->error == -ENOMEM)
+                                return -ENOMEM;
+                }
+
+                if (mi) {
+                        _cleanup_free_ char *mount_point =
+                                path_join_normalized(mount_prefix, f->path);
+                        if (!mount_point)
+                                return -ENOMEM;
+                        r = file_mount_facts(f, mi, mount_point, have_root_attr, is_mount_root);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+/* Reads and parses a mountinfo file; a failure is a note, not an error. */
+static int view_read_mountinfo(RunningView *v, int dir_fd, const char *path, const char *display,
+                               MountInfo **ret) {
+        _cleanup_free_ char *data = NULL;
+        size_t len;
+        int r;
+
+        r = read_file_at(dir_fd, path, 0, MOUNTINFO_MAX_BYTES, &data, &len);
+        if (r >= 0)
+                r = mountinfo_parse(data, len, ret);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                v->mountinfo_error = r;
+                return view_note(v,
+                                 "cannot read %s: %s: whether a file is mounted from a "
+                                 "superseded version is unknown",
+                                 display, strerror(-r));
+        }
+        v->mountinfo_malformed = (*ret)->n_malformed;
+        return 0;
+}
+
+static size_t strip_slashes_len(const char *s) {
+        size_t l = strlen(s);
+        while (l > 1 && s[l - 1] == '/')
+                l--;
+        return l;
+}
+
+static int read_default(const RunningConfig *cfg, const char *proc_dir, RunningView *v) {
+        const char *root = cfg->running_root ? cfg->running_root : RUNNING_DEFAULT_ROOT;
+        _cleanup_(mountinfo_freep) MountInfo *mi = NULL;
+        _cleanup_free_ char *mi_path = NULL;
+        _cleanup_close_ int root_fd = -EBADF;
+        int r;
+
+        root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0) {
+                r = negative_errno();
+                return view_unobservable(v, r, "cannot open the running root \"%s\": %s", root,
+                                         strerror(-r));
+        }
+
+        if (asprintf(&mi_path, "%.*s/self/mountinfo", (int) strip_slashes_len(proc_dir), proc_dir) <
+            0)
+                return -ENOMEM;
+        r = view_read_mountinfo(v, AT_FDCWD, mi_path, mi_path, &mi);
+        if (r < 0)
+                return r;
+
+        v->observable = true;
+        r = view_read_files(v, root_fd, mi, streq(root, "/") ? NULL : root);
+        if (r < 0)
+                return r;
+        if (v->resolve == RUNNING_RESOLVE_WALK)
+                return view_note(v, "openat2() is not available (Linux < 5.6 or a seccomp "
+                                    "filter): paths were resolved one component at a time");
+        return 0;
+}
+
+static bool error_is_gone(int r) {
+        return r == -ENOENT || r == -ESRCH;
+}
+
+/* One attempt at reading through process pid. Returns 1 when done (read, or
+ * a definite answer set in v), 0 when the process vanished and the caller
+ * should look again, -ENOMEM. */
+static int read_target_once(const char *proc_dir, int proc_fd, bool proc_is_ours, const char *name,
+                            pid_t pid, RunningView *v) {
+        _cleanup_(mountinfo_freep) MountInfo *mi = NULL;
+        _cleanup_close_ int pid_fd = -EBADF, pidfd = -EBADF, root_fd = -EBADF;
+        int proc_len = (int) strip_slashes_len(proc_dir);
+        char path[32];
+        int r;
+
+        view_reset(v);
+
+        /* Everything below goes through this directory fd: if the PID is
+         * reused meanwhile, the fd still names the process we opened. */
+        (void) snprintf(path, sizeof path, "%d", (int) pid);
+        pid_fd = openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (pid_fd < 0) {
+                r = negative_errno();
+                if (error_is_gone(r))
+                        return 0;
+                return view_unobservable(v, r, "cannot open %.*s/%d: %s", proc_len, proc_dir,
+                                         (int) pid, strerror(-r))
+                               ?: 1;
+        }
+
+        if (proc_is_ours) {
+                pidfd = sys_pidfd_open(pid);
+                if (error_is_gone(pidfd))
+                        return 0;
+                if (pidfd < 0 && view_note(v,
+                                           "pidfd_open() failed: %s: the agent notices a "
+                                           "restart of \"%s\" only at the next resync",
+                                           strerror(-pidfd), name) < 0)
+                        return -ENOMEM;
+        }
+        /* Checked after pidfd_open(): while this process lives, nobody else
+         * can hold its PID, so the pidfd is this process's. */
+        r = process_is_at(pid_fd, "", name);
+        if (r <= 0)
+                return 0;
+        if (!proc_is_ours &&
+            view_note(v,
+                      "%.*s is not this PID namespace's procfs: the agent notices a restart "
+                      "of \"%s\" only at the next resync",
+                      proc_len, proc_dir, name) < 0)
+                return -ENOMEM;
+
+        root_fd = openat(pid_fd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0) {
+                r = negative_errno();
+                if (error_is_gone(r))
+                        return 0;
+                v->pid = pid;
+                v->pidfd = TAKE_FD(pidfd);
+                if (r == -EACCES || r == -EPERM)
+                        r = view_unobservable(v, r,
+                                              "cannot open %.*s/%d/root: %s: the agent needs "
+                                              "the same uid as the process or CAP_SYS_PTRACE",
+                                              proc_len, proc_dir, (int) pid, strerror(-r));
+                else
+                        r = view_unobservable(v, r, "cannot open %.*s/%d/root: %s", proc_len,
+                                              proc_dir, (int) pid, strerror(-r));
+                return r < 0 ? r : 1;
+        }
+
+        {
+                char display[PATH_MAX];
+                (void) snprintf(display, sizeof display, "%.*s/%d/mountinfo", proc_len, proc_dir,
+                                (int) pid);
+                r = view_read_mountinfo(v, pid_fd, "mountinfo", display, &mi);
+                if (r < 0)
+                        return r;
+        }
+
+        r = view_read_files(v, root_fd, mi, NULL);
+        if (r < 0)
+                return r;
+
+        /* A process that exited while we read leaves a view of nothing that
+         * runs: look again. */
+        r = process_is_at(pid_fd, "", name);
+        if (r <= 0)
+                return 0;
+
+        if (v->resolve == RUNNING_RESOLVE_WALK &&
+            view_note(v, "openat2() is not available (Linux < 5.6 or a seccomp filter): paths "
+                         "were resolved one component at a time") < 0)
+                return -ENOMEM;
+        v->observable = true;
+        v->error = 0;
+        v->detail = mfree(v->detail);
+        v->pid = pid;
+        v->pidfd = TAKE_FD(pidfd);
+        return 1;
+}
+
+static int read_target(const RunningConfig *cfg, const char *proc_dir, pid_t last_pid,
+                       RunningView *v) {
+        const char *name = cfg->target_process;
+        _cleanup_close_ int proc_fd = -EBADF;
+        pid_t self;
+        int r;
+
+        proc_fd = open(proc_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (proc_fd < 0) {
+                r = negative_errno();
+                return view_unobservable(v, r, "cannot open %s: %s", proc_dir, strerror(-r));
+        }
+        /* A pidfd is only this process when proc_dir is our own PID
+         * namespace's procfs, which "self" tells. */
+        self = proc_self_pid(proc_fd);
+
+        for (unsigned attempt = 0; attempt < RUNNING_MAX_ATTEMPTS; attempt++) {
+                pid_t pid = 0;
+                char prefix[32];
+
+                if (last_pid > 0) {
+                        (void) snprintf(prefix, sizeof prefix, "%d/", (int) last_pid);
+                        if (process_is_at(proc_fd, prefix, name) > 0)
+                                pid = last_pid;
+                        last_pid = 0; /* a second attempt always looks again */
+                }
+                if (pid == 0) {
+                        r = find_process_at(proc_fd, name, self, &pid);
+                        if (r == -ESRCH)
+                                return view_unobservable(
+                                        v, r,
+                                        "no process named \"%s\" in this PID namespace: is "
+                                        "shareProcessNamespace: true set on the pod?",
+                                        name);
+                        if (r < 0)
+                                return view_unobservable(v, r,
+                                                         "cannot list the processes in %s: %s",
+                                                         proc_dir, strerror(-r));
+                }
+
+                r = read_target_once(proc_dir, proc_fd, self == getpid(), name, pid, v);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+                log_debug("Process \"%s\" (PID %d) exited while being read, looking again.", name,
+                          (int) pid);
+        }
+
+        return view_unobservable(v, -ESRCH,
+                                 "process \"%s\" exited while being read, %u times in a row", name,
+                                 RUNNING_MAX_ATTEMPTS);
+}
+
+int running_read(const RunningConfig *cfg, pid_t last_pid, RunningView **ret) {
+        _cleanup_(running_view_freep) RunningView *v = NULL;
+        const char *proc_dir = cfg->proc_dir ? cfg->proc_dir : RUNNING_DEFAULT_PROC_DIR;
+        int r;
+
+        if (cfg->n_paths > RUNNING_MAX_PATHS || (cfg->n_paths > 0 && !cfg->paths))
+                return -EINVAL;
+        if (cfg->target_process && cfg->target_process[0] == '\0')
+                return -EINVAL;
+        for (size_t i = 0; i < cfg->n_paths; i++)
+                if (!cfg->paths[i] || cfg->paths[i][0] != '/' ||
+                    strlen(cfg->paths[i]) >= RUNNING_MAX_PATH_LENGTH)
+                        return -EINVAL;
+
+        v = calloc(1, sizeof *v);
+        if (!v)
+                return -ENOMEM;
+        v->pidfd = -EBADF;
+        v->max_bytes = cfg->max_bytes;
+        v->files = calloc(cfg->n_paths ? cfg->n_paths : 1, sizeof *v->files);
+        if (!v->files)
+                return -ENOMEM;
+        for (size_t i = 0; i < cfg->n_paths; i++) {
+                v->files[i].path = strdup(cfg->paths[i]);
+                if (!v->files[i].path)
+                        return -ENOMEM;
+                v->n_files++;
+        }
+
+        if (cfg->target_process)
+                r = read_target(cfg, proc_dir, last_pid, v);
+        else
+                r = read_default(cfg, proc_dir, v);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(v);
+        return 0;
+}

@@ -1,0 +1,748 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Watches the desired directory: inotify, coalesced into one handler call
+ * per burst, or a poll timer. See watcher.h for the contract.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+
+#include "log.h"
+#include "watcher.h"
+
+/* Everything that changes a name, a link or a file in the directory, and
+ * the directory itself going away. Never IN_OPEN, IN_ACCESS or
+ * IN_CLOSE_NOWRITE: kubelet opens and reads every file on each sync (about
+ * once a minute) without changing anything, and so does our own reader.
+ * IN_ONLYDIR: the path must still be a directory when the watch is added. */
+#define WATCH_MASK                                                                            \
+        (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MODIFY | IN_CLOSE_WRITE |   \
+         IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+
+/* The watch is gone, or about to be: the directory was deleted, moved away
+ * (the watch would follow the inode elsewhere) or unmounted. */
+#define LOST_MASK (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT)
+
+#define DATA_LINK "..data"
+
+/* What polling compares. error != 0: the directory could not be opened. */
+typedef struct DirSignature {
+        int error;
+        dev_t dev;
+        ino_t ino;
+        struct timespec mtime, ctime;
+        int link_error;            /* readlink(..data): 0, or -errno (-ENOENT: plain directory) */
+        char version[NAME_MAX + 1]; /* the ..data target, truncated to fit */
+        uint64_t entries_hash;     /* order-independent, over the entries' lstat */
+        size_t n_entries;
+} DirSignature;
+
+struct Watcher {
+        sd_event *event;
+        char *path;
+        WatchMode mode;   /* as asked */
+        WatchMode active; /* WATCH_INOTIFY or WATCH_POLL */
+        uint64_t poll_usec;
+        watcher_handler_t handler;
+        void *userdata;
+
+        int inotify_fd;
+        int wd; /* -1 while the directory is lost */
+        sd_event_source *inotify_source;
+        sd_event_source *settle_source; /* coalesces a burst of events */
+        sd_event_source *retry_source;  /* inotify mode: looks for a lost directory */
+        sd_event_source *poll_source;   /* poll mode */
+
+        bool pending; /* a burst is being coalesced: the handler will run */
+        uint64_t burst_start_usec;
+        WatchReason pending_reason;
+
+        DirSignature sig; /* taken just before the handler last ran */
+        bool has_reason;
+        char fallback_reason[512];
+};
+
+static const char *const watch_mode_names[_WATCH_MODE_MAX] = {
+        [WATCH_AUTO] = "auto",
+        [WATCH_INOTIFY] = "inotify",
+        [WATCH_POLL] = "poll",
+};
+
+static const char *const watch_reason_names[_WATCH_REASON_MAX] = {
+        [WATCH_REASON_INOTIFY] = "inotify",
+        [WATCH_REASON_OVERFLOW] = "overflow",
+        [WATCH_REASON_RECREATED] = "recreated",
+        [WATCH_REASON_POLL] = "poll",
+};
+
+const char *watch_mode_to_string(WatchMode m) {
+        return m >= 0 && m < _WATCH_MODE_MAX ? watch_mode_names[m] : NULL;
+}
+
+WatchMode watch_mode_from_string(const char *s) {
+        for (int i = 0; s && i < _WATCH_MODE_MAX; i++)
+                if (streq(s, watch_mode_names[i]))
+                        return (WatchMode) i;
+        return _WATCH_MODE_INVALID;
+}
+
+const char *watch_reason_to_string(WatchReason r) {
+        return r >= 0 && r < _WATCH_REASON_MAX ? watch_reason_names[r] : NULL;
+}
+
+WatchReason watch_reason_from_string(const char *s) {
+        for (int i = 0; s && i < _WATCH_REASON_MAX; i++)
+                if (streq(s, watch_reason_names[i]))
+                        return (WatchReason) i;
+        return _WATCH_REASON_INVALID;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Signature */
+
+static uint64_t mix64(uint64_t h, uint64_t v) {
+        /* splitmix64 finalizer over the running value: cheap, well spread */
+        h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+        h ^= h >> 30;
+        h *= 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 27;
+        h *= 0x94d049bb133111ebull;
+        h ^= h >> 31;
+        return h;
+}
+
+static uint64_t hash_string(const char *s) {
+        uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+        for (; *s; s++) {
+                h ^= (unsigned char) *s;
+                h *= 0x100000001b3ull;
+        }
+        return h;
+}
+
+static uint64_t hash_timespec(uint64_t h, const struct timespec *ts) {
+        return mix64(mix64(h, (uint64_t) ts->tv_sec), (uint64_t) ts->tv_nsec);
+}
+
+static void signature_read(const char *path, DirSignature *ret) {
+        DirSignature sig = {};
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        DIR *d;
+        ssize_t n;
+
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                sig.error = negative_errno();
+                *ret = sig;
+                return;
+        }
+        sig.dev = st.st_dev;
+        sig.ino = st.st_ino;
+        sig.mtime = st.st_mtim;
+        sig.ctime = st.st_ctim;
+
+        /* kubelet flips ..data with rename(2): the cheapest sign of an update */
+        n = readlinkat(fd, DATA_LINK, sig.version, sizeof sig.version - 1);
+        if (n < 0)
+                sig.link_error = negative_errno();
+        else
+                sig.version[n] = '\0';
+
+        d = fdopendir(fd);
+        if (!d) {
+                sig.entries_hash = (uint64_t) negative_errno();
+                *ret = sig;
+                return;
+        }
+        fd = -EBADF; /* owned by d now */
+
+        for (struct dirent *de; (de = readdir(d));) {
+                uint64_t h;
+
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (sig.n_entries >= WATCHER_MAX_POLL_ENTRIES)
+                        break;
+                sig.n_entries++;
+
+                h = hash_string(de->d_name);
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        h = mix64(h, (uint64_t) errno);
+                } else {
+                        h = mix64(h, (uint64_t) st.st_ino);
+                        h = mix64(h, (uint64_t) st.st_mode);
+                        /* A subdirectory's times move with its contents, which
+                         * no watch on this directory reports (a version
+                         * directory being filled): compare only its identity. */
+                        if (!S_ISDIR(st.st_mode)) {
+                                h = mix64(h, (uint64_t) st.st_size);
+                                h = hash_timespec(h, &st.st_mtim);
+                                h = hash_timespec(h, &st.st_ctim);
+                        }
+                }
+                /* a sum does not depend on readdir()'s order */
+                sig.entries_hash += h;
+        }
+        (void) closedir(d);
+
+        *ret = sig;
+}
+
+static bool timespec_eq(const struct timespec *a, const struct timespec *b) {
+        return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+static bool signature_same_directory(const DirSignature *a, const DirSignature *b) {
+        if (a->error || b->error)
+                return a->error == b->error;
+        return a->dev == b->dev && a->ino == b->ino;
+}
+
+static bool signature_eq(const DirSignature *a, const DirSignature *b) {
+        if (!signature_same_directory(a, b))
+                return false;
+        if (a->error)
+                return true;
+        return timespec_eq(&a->mtime, &b->mtime) && timespec_eq(&a->ctime, &b->ctime) &&
+               a->link_error == b->link_error &&
+               (a->link_error || streq(a->version, b->version)) &&
+               a->entries_hash == b->entries_hash && a->n_entries == b->n_entries;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fallback reasons */
+
+_printf_(3, 4) static void set_reason(Watcher *w, int error, const char *fmt, ...) {
+        int saved = errno;
+        va_list ap;
+
+        /* %m in fmt prints error */
+        errno = error < 0 ? -error : error;
+        va_start(ap, fmt);
+        (void) vsnprintf(w->fallback_reason, sizeof w->fallback_reason, fmt, ap);
+        va_end(ap);
+        errno = saved;
+        w->has_reason = true;
+}
+
+static void set_init_reason(Watcher *w, int error) {
+        switch (-error) {
+        case EMFILE:
+                set_reason(w, error,
+                           "inotify_init1() failed: %m: this user's inotify instances are used up "
+                           "(fs.inotify.max_user_instances is shared by every container of the "
+                           "user on the node) or the open file limit is reached");
+                break;
+        case ENFILE:
+                set_reason(w, error,
+                           "inotify_init1() failed: %m: the system's open file table is full");
+                break;
+        case ENOSYS:
+        case EINVAL:
+                set_reason(w, error,
+                           "inotify_init1() failed: %m: the kernel or the container runtime "
+                           "does not offer inotify");
+                break;
+        default:
+                set_reason(w, error, "inotify_init1() failed: %m");
+        }
+}
+
+static void set_add_watch_reason(Watcher *w, int error) {
+        if (error == -ENOSPC)
+                set_reason(w, error,
+                           "inotify_add_watch() on \"%s\" failed: %m: this user's inotify "
+                           "watches are used up (fs.inotify.max_user_watches)",
+                           w->path);
+        else
+                set_reason(w, error, "inotify_add_watch() on \"%s\" failed: %m", w->path);
+}
+
+/* Filesystems on which a change made by another kernel (the host, behind a
+ * VM or sandbox boundary, or another NFS client) raises no inotify event. */
+static const char *remote_filesystem_name(int fd) {
+        static const struct {
+                unsigned long magic;
+                const char *name;
+        } table[] = {
+                {0x65735546ul, "FUSE (virtio-fs, as in Kata Containers)"},
+                {0x01021997ul, "9p (VM and sandbox file sharing)"},
+                {0x00006969ul, "NFS"},
+                {0x0000517bul, "SMB"},
+                {0xff534d42ul, "CIFS"},
+                {0xfe534d42ul, "SMB2"},
+                {0x00c36400ul, "Ceph"},
+        };
+        struct statfs sfs;
+
+        if (fstatfs(fd, &sfs) < 0)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(table); i++)
+                if ((unsigned long) (unsigned int) sfs.f_type == table[i].magic)
+                        return table[i].name;
+        return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Coalescing */
+
+static int reason_rank(WatchReason r) {
+        switch (r) {
+        case WATCH_REASON_RECREATED:
+                return 3;
+        case WATCH_REASON_OVERFLOW:
+                return 2;
+        default:
+                return 1;
+        }
+}
+
+static int on_settle(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *userdata) {
+        Watcher *w = userdata;
+        WatchReason reason = w->pending_reason;
+
+        w->pending = false;
+        /* What the handler is about to read: watcher_verify() compares with it. */
+        signature_read(w->path, &w->sig);
+        log_debug("Directory \"%s\" changed (%s): looking again.", w->path,
+                  watch_reason_to_string(reason));
+        w->handler(w, reason, w->userdata);
+        return 0;
+}
+
+static int schedule_handler(Watcher *w, WatchReason reason) {
+        uint64_t now, deadline;
+        int r;
+
+        r = sd_event_now(w->event, CLOCK_MONOTONIC, &now);
+        if (r < 0)
+                return r;
+
+        if (!w->pending) {
+                w->pending = true;
+                w->burst_start_usec = now;
+                w->pending_reason = reason;
+        } else if (reason_rank(reason) > reason_rank(w->pending_reason)) {
+                w->pending_reason = reason;
+        }
+
+        /* Quiet for WATCHER_SETTLE_USEC, but never later than
+         * WATCHER_SETTLE_MAX_USEC after the burst began. */
+        deadline = now + WATCHER_SETTLE_USEC;
+        if (deadline > w->burst_start_usec + WATCHER_SETTLE_MAX_USEC)
+                deadline = w->burst_start_usec + WATCHER_SETTLE_MAX_USEC;
+
+        if (!w->settle_source) {
+                r = sd_event_add_time(w->event, &w->settle_source, CLOCK_MONOTONIC, deadline,
+                                      1000, on_settle, w);
+                if (r < 0)
+                        return r;
+                (void) sd_event_source_set_description(w->settle_source, "watcher-settle");
+        } else {
+                r = sd_event_source_set_time(w->settle_source, deadline);
+                if (r < 0)
+                        return r;
+        }
+        return sd_event_source_set_enabled(w->settle_source, SD_EVENT_ONESHOT);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Polling */
+
+static int on_poll(sd_event_source *s, uint64_t usec, void *userdata);
+
+static int arm_timer(Watcher *w, sd_event_source **src, sd_event_time_handler_t cb,
+                     const char *description) {
+        /* Let the loop batch this wake-up with others: a tenth of the period. */
+        uint64_t accuracy = w->poll_usec / 10;
+        int r;
+
+        if (accuracy < 1000)
+                accuracy = 1000;
+
+        if (!*src) {
+                r = sd_event_add_time_relative(w->event, src, CLOCK_MONOTONIC, w->poll_usec,
+                                               accuracy, cb, w);
+                if (r < 0)
+                        return r;
+                (void) sd_event_source_set_description(*src, description);
+                return 0;
+        }
+        r = sd_event_source_set_time_relative(*src, w->poll_usec);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(*src, SD_EVENT_ONESHOT);
+}
+
+static int on_poll(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *userdata) {
+        Watcher *w = userdata;
+        DirSignature now;
+        WatchReason reason;
+        int r;
+
+        r = arm_timer(w, &w->poll_source, on_poll, "watcher-poll");
+        if (r < 0)
+                log_error_errno(r, "Cannot re-arm the poll timer for \"%s\": %m. "
+                                   "Changes are seen only at the next resync.",
+                                w->path);
+
+        signature_read(w->path, &now);
+        if (signature_eq(&now, &w->sig))
+                return 0;
+
+        reason = signature_same_directory(&now, &w->sig) ? WATCH_REASON_POLL
+                                                          : WATCH_REASON_RECREATED;
+        if (now.error && !w->sig.error)
+                log_warning_errno(now.error, "Directory \"%s\" is gone: %m. Looking for it "
+                                             "every poll interval.",
+                                  w->path);
+        else if (!now.error && w->sig.error)
+                log_info("Directory \"%s\" is back.", w->path);
+
+        w->sig = now;
+        w->handler(w, reason, w->userdata);
+        return 0;
+}
+
+static void stop_inotify(Watcher *w) {
+        w->inotify_source = sd_event_source_disable_unref(w->inotify_source);
+        w->retry_source = sd_event_source_disable_unref(w->retry_source);
+        closep(&w->inotify_fd);
+        w->inotify_fd = -EBADF;
+        w->wd = -1;
+}
+
+static int start_poll(Watcher *w) {
+        stop_inotify(w);
+        w->active = WATCH_POLL;
+        return arm_timer(w, &w->poll_source, on_poll, "watcher-poll");
+}
+
+/* ------------------------------------------------------------------------ */
+/* inotify */
+
+static bool is_directory_error(int error) {
+        /* the path's fault, not inotify's: no fallback would help */
+        switch (-error) {
+        case ENOENT:
+        case ENOTDIR:
+        case EACCES:
+        case EPERM:
+        case ELOOP:
+        case ENAMETOOLONG:
+                return true;
+        default:
+                return false;
+        }
+}
+
+static int add_watch(Watcher *w) {
+        int wd;
+
+        wd = inotify_add_watch(w->inotify_fd, w->path, WATCH_MASK);
+        if (wd < 0)
+                return negative_errno();
+        w->wd = wd;
+        return 0;
+}
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* The watch is gone: drop it and watch whatever is at the path now, or look
+ * for it every poll interval. */
+static void handle_lost(Watcher *w) {
+        int r;
+
+        if (w->wd >= 0)
+                /* after IN_MOVE_SELF the watch follows the inode elsewhere;
+                 * EINVAL when the kernel already dropped it (IN_IGNORED) */
+                (void) inotify_rm_watch(w->inotify_fd, w->wd);
+        w->wd = -1;
+
+        r = add_watch(w);
+        if (r >= 0) {
+                log_notice("Directory \"%s\" was replaced; watching the new one.", w->path);
+                return;
+        }
+        if (!is_directory_error(r) && w->mode == WATCH_AUTO) {
+                set_add_watch_reason(w, r);
+                log_warning("Watching \"%s\" by polling from now on: %s", w->path,
+                            w->fallback_reason);
+                r = start_poll(w);
+                if (r < 0)
+                        log_error_errno(r, "Cannot start polling \"%s\": %m.", w->path);
+                return;
+        }
+
+        log_warning_errno(r, "Directory \"%s\" is gone or cannot be watched: %m. Looking for it "
+                             "every poll interval.",
+                          w->path);
+        r = arm_timer(w, &w->retry_source, on_retry, "watcher-retry");
+        if (r < 0)
+                log_error_errno(r, "Cannot arm the timer that looks for \"%s\": %m.", w->path);
+}
+
+static int on_retry(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *userdata) {
+        Watcher *w = userdata;
+        int r;
+
+        r = add_watch(w);
+        if (r >= 0) {
+                log_info("Directory \"%s\" is back; watching it again.", w->path);
+                r = schedule_handler(w, WATCH_REASON_RECREATED);
+                if (r < 0)
+                        log_error_errno(r, "Cannot schedule a look at \"%s\": %m.", w->path);
+                return 0;
+        }
+        if (!is_directory_error(r) && w->mode == WATCH_AUTO) {
+                set_add_watch_reason(w, r);
+                log_warning("Watching \"%s\" by polling from now on: %s", w->path,
+                            w->fallback_reason);
+                r = start_poll(w);
+                if (r < 0)
+                        log_error_errno(r, "Cannot start polling \"%s\": %m.", w->path);
+                return 0;
+        }
+        if (r != -ENOENT)
+                log_debug_errno(r, "Cannot watch \"%s\" yet: %m.", w->path);
+        r = arm_timer(w, &w->retry_source, on_retry, "watcher-retry");
+        if (r < 0)
+                log_error_errno(r, "Cannot arm the timer that looks for \"%s\": %m.", w->path);
+        return 0;
+}
+
+/* Reads what inotify has queued and schedules the handler. Returns the
+ * number of events that concern us, or -errno. */
+static int drain_inotify(Watcher *w) {
+        bool lost = false, overflow = false;
+        unsigned reads = 0;
+        int n_events = 0, r;
+
+        while (reads++ < WATCHER_MAX_READS_PER_WAKEUP) {
+                char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+                ssize_t n;
+
+                n = read(w->inotify_fd, buf, sizeof buf);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                break;
+                        /* Not expected; whatever it was, look again. */
+                        r = negative_errno();
+                        log_warning_errno(r, "Cannot read inotify events for \"%s\": %m.",
+                                          w->path);
+                        overflow = true;
+                        break;
+                }
+
+                for (char *p = buf; p < buf + n;) {
+                        const struct inotify_event *ev = (const struct inotify_event *) p;
+
+                        p += sizeof *ev + ev->len;
+                        if (ev->mask & IN_Q_OVERFLOW) {
+                                overflow = true;
+                                n_events++;
+                                continue;
+                        }
+                        /* late events of a watch we already dropped */
+                        if (ev->wd != w->wd || w->wd < 0)
+                                continue;
+                        n_events++;
+                        if (ev->mask & LOST_MASK)
+                                lost = true;
+                }
+        }
+
+        if (lost) {
+                handle_lost(w);
+                r = schedule_handler(w, WATCH_REASON_RECREATED);
+        } else if (overflow) {
+                log_notice("The inotify queue for \"%s\" overflowed; reading everything again.",
+                           w->path);
+                r = schedule_handler(w, WATCH_REASON_OVERFLOW);
+        } else if (n_events > 0) {
+                r = schedule_handler(w, WATCH_REASON_INOTIFY);
+        } else {
+                r = 0;
+        }
+        if (r < 0)
+                return r;
+        return n_events;
+}
+
+static int on_inotify(_unused_ sd_event_source *s, _unused_ int fd, _unused_ uint32_t revents,
+                      void *userdata) {
+        Watcher *w = userdata;
+        int r;
+
+        r = drain_inotify(w);
+        if (r < 0)
+                log_error_errno(r, "Cannot schedule a look at \"%s\": %m.", w->path);
+        return 0;
+}
+
+/* 0 watching, or -errno with *ret_inotify_problem telling whether polling
+ * could stand in (true) or the directory itself is the problem (false). */
+static int start_inotify(Watcher *w, int dir_fd, bool *ret_inotify_problem) {
+        const char *fs;
+        int r;
+
+        *ret_inotify_problem = true;
+
+        if (w->mode == WATCH_AUTO && (fs = remote_filesystem_name(dir_fd))) {
+                set_reason(w, 0,
+                           "\"%s\" is on %s, where changes made outside this kernel raise no "
+                           "inotify event",
+                           w->path, fs);
+                return -EREMOTE;
+        }
+
+        w->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (w->inotify_fd < 0) {
+                r = negative_errno();
+                w->inotify_fd = -EBADF;
+                set_init_reason(w, r);
+                return r;
+        }
+
+        r = add_watch(w);
+        if (r < 0) {
+                *ret_inotify_problem = !is_directory_error(r);
+                set_add_watch_reason(w, r);
+                return r;
+        }
+
+        r = sd_event_add_io(w->event, &w->inotify_source, w->inotify_fd, EPOLLIN, on_inotify, w);
+        if (r < 0) {
+                *ret_inotify_problem = false;
+                return r;
+        }
+        (void) sd_event_source_set_description(w->inotify_source, "watcher-inotify");
+        w->active = WATCH_INOTIFY;
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+
+Watcher *watcher_free(Watcher *w) {
+        if (!w)
+                return NULL;
+        stop_inotify(w);
+        sd_event_source_disable_unref(w->settle_source);
+        sd_event_source_disable_unref(w->poll_source);
+        sd_event_unref(w->event);
+        free(w->path);
+        free(w);
+        return NULL;
+}
+
+int watcher_new(sd_event *e, const char *dir, WatchMode mode, uint64_t poll_interval_usec,
+                watcher_handler_t handler, void *userdata, Watcher **ret) {
+        _cleanup_(watcher_freep) Watcher *w = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        bool inotify_problem = false;
+        int r;
+
+        if (!e || !dir || !*dir || !handler || !ret || mode < 0 || mode >= _WATCH_MODE_MAX ||
+            poll_interval_usec < WATCHER_MIN_POLL_USEC || poll_interval_usec > WATCHER_MAX_POLL_USEC)
+                return -EINVAL;
+
+        w = calloc(1, sizeof *w);
+        if (!w)
+                return -ENOMEM;
+        w->inotify_fd = -EBADF;
+        w->wd = -1;
+        w->event = sd_event_ref(e);
+        w->mode = mode;
+        w->poll_usec = poll_interval_usec;
+        w->handler = handler;
+        w->userdata = userdata;
+        w->path = strdup(dir);
+        if (!w->path)
+                return -ENOMEM;
+
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+
+        if (mode != WATCH_POLL) {
+                r = start_inotify(w, fd, &inotify_problem);
+                if (r < 0) {
+                        if (mode == WATCH_INOTIFY || !inotify_problem)
+                                return r;
+                        log_debug("Falling back to polling \"%s\": %s", dir, w->fallback_reason);
+                }
+        }
+        /* After the watch exists: a change from here on is reported, so the
+         * signature never hides one from watcher_verify(). */
+        signature_read(w->path, &w->sig);
+
+        if (w->active != WATCH_INOTIFY) {
+                r = start_poll(w);
+                if (r < 0)
+                        return r;
+        }
+
+        *ret = TAKE_PTR(w);
+        return 0;
+}
+
+WatchMode watcher_active_mode(const Watcher *w) {
+        return w ? w->active : _WATCH_MODE_INVALID;
+}
+
+const char *watcher_fallback_reason(const Watcher *w) {
+        return w && w->active == WATCH_POLL && w->mode == WATCH_AUTO && w->has_reason
+                       ? w->fallback_reason
+                       : NULL;
+}
+
+const char *watcher_path(const Watcher *w) {
+        return w ? w->path : NULL;
+}
+
+int watcher_verify(Watcher *w) {
+        DirSignature now;
+        int r;
+
+        if (!w)
+                return -EINVAL;
+        if (w->active != WATCH_INOTIFY || w->wd < 0)
+                return 0;
+
+        /* Take in what inotify already queued: those changes were reported. */
+        r = drain_inotify(w);
+        if (r < 0)
+                return r;
+        if (w->pending || w->active != WATCH_INOTIFY || w->wd < 0)
+                return 0;
+
+        signature_read(w->path, &now);
+
+        /* A local change queues its event before the syscall returns: one that
+         * slipped in while we were reading the signature is in the queue now. */
+        r = drain_inotify(w);
+        if (r < 0)
+                return r;
+        if (w->pending || signature_eq(&now, &w->sig))
+                return 0;
+
+        w->sig = now;
+        if (w->mode != WATCH_AUTO)
+                return 1;
+
+        set_reason(w, 0,
+                   "\"%s\" changed without an inotify event: its filesystem does not report "
+                   "every change",
+                   w->path);
+        r = start_poll(w);
+        if (r < 0)
+                return r;
+        return 1;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Layer 2: `aicr-enroot-agent --check`, the exec readiness probe. A small
+ * blocking client of our own /readyz: one connection, one fixed request, the
+ * status line and the first body line read back, all within one deadline and
+ * a fixed buffer. No libcurl (its global initialisation sets up TLS), no
+ * event loop: the probe runs every few seconds in every pod and must cost a
+ * few milliseconds and little memory.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The most of the daemon's answer read: status line, headers, first body line. */
+#define CHECK_MAX_RESPONSE_BYTES   4096u
+/* Used when the caller passes a timeout of 0. */
+#define CHECK_DEFAULT_TIMEOUT_USEC (1000u * 1000u)
+
+/* Asks the daemon listening at listen (as --listen gives it: ":9100" and
+ * "0.0.0.0:9100" are asked at 127.0.0.1, "[::]:9100" at ::1) for /readyz,
+ * with "?require=current" when require_current.
+ * On success *ret_ready says whether the daemon answered 200, and *ret_line is
+ * a new single line (no newline) for the user: the daemon's reason, or why
+ * there was no usable answer, e.g.
+ * "not ready: cannot connect to 127.0.0.1:9100: Connection refused".
+ * Returns 0 (a verdict was reached, ready or not) or -ENOMEM. Never logs. */
+int check_query(const char *listen, bool require_current, uint64_t timeout_usec, bool *ret_ready,
+                char **ret_line);
+
+/* check_query(), then prints the line on stdout. Returns the process exit
+ * status: 0 ready, 1 not ready (or any failure, an invalid listen included). */
+int check_run(const char *listen, bool require_current, uint64_t timeout_usec);

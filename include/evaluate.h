@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Layer 1 (pure): one file's state from what was read on both sides.
+ * The manager gathers the inputs (volume, running view) and keeps the
+ * previous report so that "since" timestamps survive unchanged states.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "document.h"
+#include "state.h"
+#include "strbuf.h"
+
+typedef struct EvalSide {
+        int error;        /* 0 when read; else -errno (-ENOENT: absent) */
+        const char *data; /* borrowed, len bytes */
+        size_t len;
+        const char
+                *what; /* how to name this side in messages, e.g. "ConfigMap key \"enroot.conf\"" */
+} EvalSide;
+
+typedef struct EvalInput {
+        const char *key;          /* ConfigMap key */
+        const char *running_path; /* path in the workload container */
+        DocType type;
+        EvalSide side[_SIDE_MAX];
+        const char *desired_version; /* the ..data target now, or NULL */
+        /* what the running side's mount says, when known */
+        bool nlink_known;
+        unsigned long nlink;
+        const char *mount_version; /* version id in the running mount's root, or NULL */
+        bool mount_deleted;        /* the mount root ends in //deleted */
+        /* Set when the running side cannot be looked at at all (no target
+         * process, no permission): the file is unknown, and this says why. */
+        const char *running_unobservable;
+} EvalInput;
+
+/* Evaluates one file. prev is this file's previous report (NULL the first
+ * time): its since-timestamps carry over when the state is unchanged.
+ * On success *ret is filled (owned by the caller: file_report_done()).
+ * Returns 0 or -ENOMEM. */
+int evaluate_file(const EvalInput *in, const FileReport *prev, uint64_t now_usec, FileReport *ret);
+
+/* DocType for a ConfigMap key: *.env files are environ.d files, everything
+ * else is read as enroot.conf. */
+DocType evaluate_doc_type(const char *key);
+
+/* Writes a one-line description of a state change, never values, e.g.
+ * "enroot.conf: drifted (1 changed: ENROOT_MOUNT_HOME; 1 added: ENROOT_X)".
+ * Returns 0 or -ENOMEM/-ENOBUFS. */
+int evaluate_describe(const FileReport *f, StrBuf *out);

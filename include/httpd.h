@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Layer 2: the HTTP server, libmicrohttpd driven by the caller's sd-event
+ * loop on the caller's thread (MHD_USE_EPOLL without an internal thread:
+ * MHD's epoll descriptor is one sd-event I/O source, its timeout one timer).
+ * Every response is rendered inside the loop from what HttpdSource returns
+ * at that moment, so it is always one consistent Report, with no locking.
+ *
+ *   GET|HEAD /metrics  Prometheus text format 0.0.4 (METRICS_CONTENT_TYPE)
+ *   GET|HEAD /healthz  200 "ok": the loop is alive
+ *   GET|HEAD /readyz   200 when ready, else 503; the body is one line saying
+ *                      why. "?require=current": also 503 unless the pod is current
+ *   GET|HEAD /status   application/json: metrics_render_status()
+ *   other paths 404; other methods 405 with "Allow: GET, HEAD"; a request
+ *   announcing a body (Content-Length, Transfer-Encoding) 413, body unread.
+ *   libmicrohttpd itself refuses oversized headers (431) and request lines
+ *   (414) within HTTPD_CONNECTION_MEMORY_BYTES, and answers malformed
+ *   requests with 400 or by closing.
+ *
+ * Every answer is given as soon as the headers are in and closes the
+ * connection (libmicrohttpd does so for an answer queued that early): a
+ * scrape or a probe is one request, and no connection outlives its request.
+ * Bounds: HTTPD_MAX_CONNECTIONS_PER_IP per client address (one more is closed
+ * at once), HTTPD_MAX_CONNECTIONS in all (more wait in the kernel's accept
+ * queue until a slot frees), and HTTPD_IDLE_TIMEOUT_SEC without progress
+ * closes a connection (a client that never finishes its request).
+ *
+ * The server never logs above debug: errors are returned, with a sentence
+ * for the caller to log.
+ */
+#pragma once
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <systemd/sd-event.h>
+
+#include "metrics.h"
+#include "state.h"
+#include "strbuf.h"
+
+/* Concurrent connections in all; more wait in the kernel's accept queue. */
+#define HTTPD_MAX_CONNECTIONS         32u
+/* Concurrent connections from one address; more are closed at once. */
+#define HTTPD_MAX_CONNECTIONS_PER_IP  8u
+/* A connection that makes no progress this long is closed. */
+#define HTTPD_IDLE_TIMEOUT_SEC        10u
+/* libmicrohttpd's per-connection memory pool: the request line and headers
+ * must fit in about half of it, or the request is refused. */
+#define HTTPD_CONNECTION_MEMORY_BYTES (16u * 1024u)
+/* listen(2) backlog. */
+#define HTTPD_LISTEN_BACKLOG          64
+/* Longest --listen argument accepted. */
+#define HTTPD_MAX_LISTEN_LENGTH       128u
+/* Longest readiness reason line (without the newline). */
+#define HTTPD_MAX_REASON_BYTES        512u
+/* Room for httpd_listen_format(): "[" IPv6 "]:" port, NUL. */
+#define HTTPD_LISTEN_STRLEN           (INET6_ADDRSTRLEN + 16)
+
+/* A parsed --listen [ADDR]:PORT. Accepted forms:
+ *   ":9100"            all addresses: IPv6 dual-stack ([::] with IPV6_V6ONLY
+ *                      off), or IPv4 0.0.0.0 where the kernel has no IPv6
+ *   "0.0.0.0:9100"     all IPv4 addresses only
+ *   "127.0.0.1:9100"   one IPv4 address
+ *   "[::1]:9100"       one IPv6 address; "[::]:9100" is all IPv6 addresses
+ *                      only (IPV6_V6ONLY on): an explicit address means that family
+ *   "localhost:9100"   127.0.0.1. No other name is accepted: names are never
+ *                      resolved (no DNS, no NSS in the daemon's start-up path)
+ * PORT is decimal 0-65535; 0 lets the kernel choose (tests), see httpd_get_port(). */
+typedef struct HttpdListen {
+        bool any;   /* ":PORT" */
+        int family; /* AF_INET or AF_INET6; AF_INET6 for any (the first choice) */
+        union {
+                struct sockaddr sa;
+                struct sockaddr_in in;
+                struct sockaddr_in6 in6;
+        } addr; /* with the port, network byte order */
+        uint16_t port;
+} HttpdListen;
+
+/* Parses s. On success fills *ret. On -EINVAL, when ret_error is not NULL,
+ * *ret_error is a new sentence naming the option:
+ * "--listen: \"x\": expected [ADDR]:PORT, e.g. \":9100\" or \"127.0.0.1:9100\"".
+ * Returns 0, -EINVAL, -ENOMEM. Pure: no I/O, no name resolution. */
+int httpd_parse_listen(const char *s, HttpdListen *ret, char **ret_error);
+
+/* Writes "127.0.0.1:9100", "[::1]:9100" or ":9100" (any) into buf. */
+void httpd_listen_format(const HttpdListen *l, char buf[static HTTPD_LISTEN_STRLEN]);
+
+/* Resource bounds; tests shrink them. */
+typedef struct HttpdLimits {
+        unsigned max_connections;
+        unsigned max_connections_per_ip;
+        unsigned idle_timeout_sec;
+        size_t connection_memory_bytes;
+} HttpdLimits;
+
+#define HTTPD_LIMITS_DEFAULT                                                   \
+        ((HttpdLimits){.max_connections = HTTPD_MAX_CONNECTIONS,               \
+                       .max_connections_per_ip = HTTPD_MAX_CONNECTIONS_PER_IP, \
+                       .idle_timeout_sec = HTTPD_IDLE_TIMEOUT_SEC,             \
+                       .connection_memory_bytes = HTTPD_CONNECTION_MEMORY_BYTES})
+
+/* Where the server gets what it serves: called from the event loop, during a
+ * request, never kept. The server has no other tie to the manager. */
+typedef struct HttpdSource {
+        /* Required. The current Report (borrowed; NULL before the first evaluation). */
+        const Report *(*get_report)(void *userdata);
+        /* Optional. Fills *ret with the agent's counters; the server adds the
+         * process statistics itself (process_stats_read()). NULL: no agent metrics. */
+        void (*get_counters)(void *userdata, MetricsCounters *ret);
+        /* Optional. Decides readiness: appends one line (no newline) saying
+         * why to reason and returns true when ready. NULL: httpd_readiness()
+         * on get_report(). */
+        bool (*is_ready)(void *userdata, bool require_current, StrBuf *reason);
+        void *userdata;
+} HttpdSource;
+
+/* The default readiness rule, pure: ready when the first evaluation is done
+ * and both sides are observable; with require_current, also only when the pod
+ * is current. Appends one line to reason (at most HTTPD_MAX_REASON_BYTES),
+ * e.g. "ready: pod current", "ready: pod drifted: enroot.conf drifted (2 keys)",
+ * "not ready: the first evaluation has not completed yet". r may be NULL. */
+bool httpd_readiness(const Report *r, bool require_current, StrBuf *reason);
+
+typedef struct Httpd Httpd;
+
+/* Binds the address (SO_REUSEADDR, close-on-exec, non-blocking), starts
+ * libmicrohttpd on it and attaches it to e. limits may be NULL (defaults).
+ * source is copied; its userdata must outlive the server.
+ * On failure, when ret_error is not NULL, *ret_error is a new sentence for
+ * the caller to log, e.g. for -EADDRINUSE on 9100: "port 9100 is already in use
+ * (node_exporter owns 9100 on many nodes): choose another with --listen".
+ * Returns 0 with *ret new, -EADDRINUSE, -EADDRNOTAVAIL, -EACCES, other -errno. */
+int httpd_start(sd_event *e, const HttpdListen *listen, const HttpdLimits *limits,
+                const HttpdSource *source, Httpd **ret, char **ret_error);
+
+/* Closes every connection and the listening socket, detaches from the loop. */
+Httpd *httpd_free(Httpd *h);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Httpd *, httpd_free);
+
+/* The port actually bound (the kernel's choice for port 0). */
+uint16_t httpd_get_port(const Httpd *h);
+/* The address actually bound, as httpd_listen_format() writes it (a dual-stack
+ * ":PORT" shows as "[::]:PORT", the IPv4 fallback as "0.0.0.0:PORT"). */
+const char *httpd_get_address(const Httpd *h);
+
+/* The sentence httpd_start() gives for an error (a new string, NULL on -ENOMEM). */
+char *httpd_error_message(int error, const HttpdListen *listen);

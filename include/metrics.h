@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Layer 1 (pure): what the daemon serves, rendered from the manager's Report.
+ *
+ * metrics_render() writes the Prometheus text exposition format 0.0.4,
+ * metrics_render_status() the /status JSON document. Both borrow everything
+ * they are given and never see a configuration value: only ConfigMap keys,
+ * setting names, hashes, states and counts (the Report holds nothing else).
+ *
+ * Label values and JSON strings that come from file contents (setting names)
+ * are made safe first: invalid UTF-8 becomes U+FFFD, anything longer than
+ * METRICS_MAX_LABEL_BYTES is cut, and a value changed either way gets
+ * "...#" and 16 hex digits of a hash of the original appended, so two
+ * different names never collapse into one series.
+ *
+ * The one exception to "pure" is process_stats_read(), which reads /proc/self
+ * for the process_* metrics; rendering itself does no I/O.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "state.h"
+#include "strbuf.h"
+
+/* Cap on one rendering (metrics or status). The worst case the rest of the
+ * program allows (OPTIONS_MAX_FILES files, REPORT_MAX_KEY_CHANGES series each,
+ * label values at METRICS_MAX_LABEL_BYTES) renders to well under 1 MiB. */
+#define METRICS_MAX_BYTES       (4u * 1024u * 1024u)
+
+/* Longest label value (and status string) taken from file contents, in bytes. */
+#define METRICS_MAX_LABEL_BYTES 256u
+
+/* The Content-Type of metrics_render()'s output. */
+#define METRICS_CONTENT_TYPE    "text/plain; version=0.0.4; charset=utf-8"
+
+/* What made the manager evaluate (aicr_enroot_agent_evaluations_total{trigger}). */
+typedef enum EvalTrigger {
+        TRIGGER_STARTUP,  /* the first evaluation */
+        TRIGGER_INOTIFY,  /* an inotify event on the desired directory */
+        TRIGGER_POLL,     /* the polling fallback saw a change */
+        TRIGGER_RESYNC,   /* the periodic full re-verification */
+        TRIGGER_SIGNAL,   /* SIGHUP */
+        TRIGGER_PROCESS,  /* the target process appeared, restarted or vanished */
+        TRIGGER_OVERFLOW, /* IN_Q_OVERFLOW: events were lost, look again */
+        _TRIGGER_MAX,
+        _TRIGGER_INVALID = -1,
+} EvalTrigger;
+
+const char *eval_trigger_to_string(EvalTrigger t);
+EvalTrigger eval_trigger_from_string(const char *s);
+
+/* The usual process_* metrics, as client libraries and node_exporter name them. */
+typedef struct ProcessStats {
+        uint64_t cpu_usec;          /* user + system CPU time */
+        uint64_t resident_bytes;    /* RSS */
+        uint64_t virtual_bytes;     /* VSZ */
+        uint64_t virtual_max_bytes; /* RLIMIT_AS (UINT64_MAX when unlimited) */
+        uint64_t open_fds;          /* open descriptors, not counting the one used to count them */
+        uint64_t max_fds;           /* RLIMIT_NOFILE soft limit */
+        uint64_t start_time_usec;   /* CLOCK_REALTIME when the process started */
+} ProcessStats;
+
+/* The agent's own counters, owned by the manager and copied per request. */
+typedef struct MetricsCounters {
+        uint64_t evaluations[_TRIGGER_MAX];
+        const char *watch_mode; /* borrowed: "inotify" or "poll"; NULL while no watch runs */
+        const char *version;    /* borrowed, e.g. PACKAGE_VERSION; NULL renders "unknown" */
+        bool has_process;       /* process is filled (process_stats_read() succeeded) */
+        ProcessStats process;
+} MetricsCounters;
+
+/* The watch modes aicr_enroot_agent_watch_mode{mode} always lists (0 or 1). */
+extern const char *const metrics_watch_modes[]; /* NULL-terminated */
+
+/* Appends the whole exposition to out: HELP and TYPE for every family, then
+ * its samples. r may be NULL (nothing evaluated yet: rendered like an empty,
+ * unevaluated Report). c may be NULL (no agent or process metrics).
+ * On failure out may hold a partial rendering: discard it.
+ * Returns 0, -ENOBUFS (out's cap crossed), -ENOMEM. */
+int metrics_render(StrBuf *out, const Report *r, const MetricsCounters *c);
+
+/* Appends the /status JSON document (one object, newline-terminated):
+ *   {"pod", "evaluated", "evaluated_at", "desired_version",
+ *    "observable": {"desired", "running"},
+ *    "agent": {"version", "watch_mode", "evaluations": {TRIGGER: n}},
+ *    "files": [{"key", "running_path", "state", "since", "detail",
+ *               "superseded", "mount_version",
+ *               "sha256": {"desired", "running"},   (null for a side not read)
+ *               "lint": {"desired": {"errors", "warnings"}, "running": ...},
+ *               "drift_since", "drifted_keys",
+ *               "changes": [{"key", "change", "effective"}],
+ *               "changes_omitted"}]}
+ * Times are RFC 3339 UTC strings, or null. r and c may be NULL as above.
+ * Returns 0, -ENOBUFS, -ENOMEM. */
+int metrics_render_status(StrBuf *out, const Report *r, const MetricsCounters *c);
+
+/* Reads this process's statistics from /proc/self (and getrlimit()).
+ * Fills *ret only when every field was read. Never logs.
+ * Returns 0, or -errno from the reads, -EBADMSG when /proc/self/stat does
+ * not parse. */
+int process_stats_read(ProcessStats *ret);

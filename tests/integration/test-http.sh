@@ -1,0 +1,52 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# What the daemon serves, from outside the process: the committed metrics
+# samples under the real promtool, and `aicr-enroot-agent --check` as kubelet
+# runs it (exit status, one line, its cost). The server itself is tested over
+# real sockets by tests/unit/test-httpd (every endpoint, hostile and slow
+# clients, limits); the running daemon end to end by test-daemon.sh.
+. "$(dirname "$0")/lib.sh"
+
+# --- promtool on every committed exposition sample ---------------------------
+tool=${PROMTOOL:-$(command -v promtool || true)}
+[ -n "$tool" ] || skip "promtool is not installed (scripts/setup-deps.sh installs prometheus)"
+for f in "$TEST_DATA_DIR"/metrics/*.prom; do
+        if out=$("$tool" check metrics <"$f" 2>&1) && [ -z "$out" ]; then
+                pass
+        else
+                fail "promtool check metrics $(basename "$f"): $out"
+        fi
+done
+
+# --- --check ------------------------------------------------------------------
+if ! "$AGENT" --help 2>&1 | grep -q -- '--check'; then
+        finish || exit 1
+        skip "aicr-enroot-agent has no --check option yet: the probe was not run"
+fi
+
+# Port 1 (tcpmux) is closed everywhere this runs: nothing answers.
+expect_status 1 "$AGENT" --check --listen 127.0.0.1:1
+if [ "$(cat "$WORK/out")" = "not ready: cannot connect to 127.0.0.1:1: Connection refused" ]; then
+        pass
+else
+        fail "--check against a closed port printed: $(cat "$WORK/out") $(cat "$WORK/err")"
+fi
+[ "$(wc -l <"$WORK/out")" -eq 1 ] && pass || fail "--check printed more than one line"
+
+# A wildcard listen address is asked on loopback.
+expect_status 1 "$AGENT" --check --listen :1 --require-current
+grep -qx 'not ready: cannot connect to 127.0.0.1:1: Connection refused' "$WORK/out" && pass ||
+        fail "--check --listen :1 printed: $(cat "$WORK/out")"
+
+# Its cost, as kubelet pays it every period in every pod.
+if [ -x /usr/bin/time ]; then
+        /usr/bin/time -f '%e %M' -o "$WORK/time" "$AGENT" --check --listen 127.0.0.1:1 \
+                >/dev/null 2>&1 || true
+        read -r secs kib <"$WORK/time"
+        printf 'test-http: --check took %s s, max RSS %s KiB\n' "$secs" "$kib"
+        # generous bounds: a runaway (a resolver, TLS set-up, a hang) would cross them
+        awk -v s="$secs" 'BEGIN { exit !(s < 0.5) }' && pass || fail "--check took $secs s"
+        [ "$kib" -lt 20480 ] && pass || fail "--check used $kib KiB"
+fi
+
+finish

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* One file's state from both sides: one row per state and per superseded signal. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "evaluate.h"
+
+typedef struct Row {
+        const char *name;
+        const char *key;
+        const char *desired; /* NULL: absent */
+        int desired_error;
+        const char *running;
+        int running_error;
+        const char *desired_version;
+        const char *mount_version;
+        bool mount_deleted;
+        long nlink; /* -1: unknown */
+        FileState state;
+        bool superseded;
+        const char *detail; /* substring, or NULL for none */
+} Row;
+
+#define V1 "..2026_12_02_10_00_00.111"
+#define V2 "..2026_12_02_11_00_00.222"
+
+static const Row rows[] = {
+        {"same", "enroot.conf", "ENROOT_MOUNT_HOME=yes\n", 0, "ENROOT_MOUNT_HOME=yes\n", 0, V1, V1,
+         false, 1, FILE_CURRENT, false, NULL},
+        {"cosmetic", "enroot.conf", "# c\nENROOT_MOUNT_HOME=yes\n", 0, "ENROOT_MOUNT_HOME y\n", 0,
+         V1, V1, false, 1, FILE_COSMETIC, false, NULL},
+        {"drifted", "enroot.conf", "ENROOT_MOUNT_HOME=no\n", 0, "ENROOT_MOUNT_HOME=yes\n", 0, V2,
+         V1, true, 0, FILE_DRIFTED, true, NULL},
+        {"env drifted", "x.env", "NCCL_DEBUG=INFO\n", 0, "NCCL_DEBUG=WARN\n", 0, V2, V1, true, 0,
+         FILE_DRIFTED, true, NULL},
+        /* A -> B -> A: equal content on a superseded mount is reported, not drift */
+        {"A-B-A", "enroot.conf", "ENROOT_MOUNT_HOME=yes\n", 0, "ENROOT_MOUNT_HOME=yes\n", 0, V2, V1,
+         true, 0, FILE_CURRENT, true, NULL},
+        {"superseded by nlink only", "enroot.conf", "ENROOT_MOUNT_HOME=yes\n", 0,
+         "ENROOT_MOUNT_HOME=yes\n", 0, V2, NULL, false, 0, FILE_CURRENT, true, NULL},
+        {"superseded by version only", "enroot.conf", "ENROOT_MOUNT_HOME=yes\n", 0,
+         "ENROOT_MOUNT_HOME=yes\n", 0, V2, V1, false, -1, FILE_CURRENT, true, NULL},
+        {"not a mount", "enroot.conf", "ENROOT_MOUNT_HOME=yes\n", 0, "ENROOT_MOUNT_HOME=yes\n", 0,
+         V2, NULL, false, 1, FILE_CURRENT, false, NULL},
+        {"desired key missing", "enroot.conf", NULL, -ENOENT, "ENROOT_MOUNT_HOME=yes\n", 0, V1, V1,
+         false, 1, FILE_MISSING, false, "ConfigMap key \"enroot.conf\" does not exist"},
+        {"running file missing", "enroot.conf", "ENROOT_MOUNT_HOME=yes\n", 0, NULL, -ENOENT, V1,
+         NULL, false, -1, FILE_MISSING, false, "/etc/enroot/enroot.conf does not exist"},
+        {"running unreadable", "enroot.conf", "ENROOT_MOUNT_HOME=yes\n", 0, NULL, -EACCES, V1, NULL,
+         false, -1, FILE_UNREADABLE, false, "permission denied"},
+        {"desired too big", "enroot.conf", NULL, -EFBIG, "", 0, V1, NULL, false, -1,
+         FILE_UNREADABLE, false, "larger than 1 MiB"},
+        {"running is a FIFO", "enroot.conf", "", 0, NULL, -EBADFD, V1, NULL, false, -1,
+         FILE_UNREADABLE, false, "not a regular file"},
+        {"..data outside", "enroot.conf", NULL, -EXDEV, "", 0, NULL, NULL, false, -1,
+         FILE_UNREADABLE, false, "..data points outside the volume"},
+        {"desired invalid", "enroot.conf", "ENROOT_MOUNT_HOME=\"yes\n", 0,
+         "ENROOT_MOUNT_HOME=yes\n", 0, V1, V1, false, 1, FILE_INVALID, false, "1 lint error(s)"},
+        {"desired invalid even if equal", "enroot.conf", "ENROOT_A=1\r\n", 0, "ENROOT_A=1\r\n", 0,
+         V1, V1, false, 1, FILE_INVALID, false, "lint error"},
+        {"running invalid is drift", "enroot.conf", "ENROOT_MOUNT_HOME=yes\n", 0,
+         "ENROOT_MOUNT_HOME=\"yes\n", 0, V1, V1, false, 1, FILE_DRIFTED, false, NULL},
+};
+
+static void fill(const Row *r, EvalInput *in) {
+        *in = (EvalInput){
+                .key = r->key,
+                .running_path = endswith(r->key, ".env") ? "/etc/enroot/environ.d/x.env"
+                                                         : "/etc/enroot/enroot.conf",
+                .type = evaluate_doc_type(r->key),
+                .desired_version = r->desired_version,
+                .nlink_known = r->nlink >= 0,
+                .nlink = r->nlink >= 0 ? (unsigned long) r->nlink : 0,
+                .mount_version = r->mount_version,
+                .mount_deleted = r->mount_deleted,
+        };
+        in->side[SIDE_DESIRED] = (EvalSide){.error = r->desired_error,
+                                            .data = r->desired,
+                                            .len = r->desired ? strlen(r->desired) : 0,
+                                            .what = "ConfigMap key \"enroot.conf\""};
+        in->side[SIDE_RUNNING] = (EvalSide){.error = r->running_error,
+                                            .data = r->running,
+                                            .len = r->running ? strlen(r->running) : 0,
+                                            .what = "/etc/enroot/enroot.conf"};
+}
+
+static void test_rows(void **state) {
+        unsigned failures = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                const Row *r = &rows[i];
+                _cleanup_(file_report_done) FileReport f = {};
+                EvalInput in;
+
+                fill(r, &in);
+                assert_int_equal(evaluate_file(&in, NULL, 1000, &f), 0);
+                if (f.state != r->state || f.superseded != r->superseded ||
+                    (r->detail && (!f.detail || !strstr(f.detail, r->detail))) ||
+                    (!r->detail && f.detail)) {
+                        print_error("%s: %s%s (%s), want %s%s (%s)\n", r->name,
+                                    file_state_to_string(f.state),
+                                    f.superseded ? "+superseded" : "", strnull(f.detail),
+                                    file_state_to_string(r->state),
+                                    r->superseded ? "+superseded" : "", strnull(r->detail));
+                        failures++;
+                }
+        }
+        assert_int_equal(failures, 0);
+}
+
+static void test_unobservable(void **state) {
+        _cleanup_(file_report_done) FileReport f = {};
+        EvalInput in;
+
+        fill(&rows[0], &in);
+        in.running_unobservable = "no process named \"slurmd\"";
+        assert_int_equal(evaluate_file(&in, NULL, 1, &f), 0);
+        assert_int_equal(f.state, FILE_UNKNOWN);
+        assert_string_equal(f.detail, "no process named \"slurmd\"");
+}
+
+static void test_since(void **state) {
+        _cleanup_(file_report_done) FileReport a = {}, b = {}, c = {};
+        EvalInput in;
+
+        fill(&rows[2], &in); /* drifted */
+        assert_int_equal(evaluate_file(&in, NULL, 1000, &a), 0);
+        assert_int_equal(a.state_since_usec, 1000);
+        assert_int_equal(a.drift_since_usec, 1000);
+        /* unchanged state: the times carry over */
+        assert_int_equal(evaluate_file(&in, &a, 2000, &b), 0);
+        assert_int_equal(b.state_since_usec, 1000);
+        assert_int_equal(b.drift_since_usec, 1000);
+        /* current again: new state time, no drift time */
+        fill(&rows[0], &in);
+        assert_int_equal(evaluate_file(&in, &b, 3000, &c), 0);
+        assert_int_equal(c.state_since_usec, 3000);
+        assert_int_equal(c.drift_since_usec, 0);
+}
+
+static void test_changes_bounded(void **state) {
+        StrBuf desired = STRBUF_INIT(1u << 20), running = STRBUF_INIT(1u << 20);
+        StrBuf text = STRBUF_INIT(1u << 20);
+        _cleanup_(file_report_done) FileReport f = {};
+        EvalInput in;
+        Row r = rows[2];
+        size_t n = REPORT_MAX_KEY_CHANGES + 10;
+
+        for (size_t i = 0; i < n; i++) {
+                assert_int_equal(strbuf_printf(&desired, "K%04zu=secret-new\n", i), 0);
+                assert_int_equal(strbuf_printf(&running, "K%04zu=secret-old\n", i), 0);
+        }
+        r.key = "many.env";
+        r.desired = strbuf_str(&desired);
+        r.running = strbuf_str(&running);
+        fill(&r, &in);
+        assert_int_equal(evaluate_file(&in, NULL, 1, &f), 0);
+        assert_int_equal(f.state, FILE_DRIFTED);
+        assert_int_equal(f.n_changes, REPORT_MAX_KEY_CHANGES);
+        assert_int_equal(f.n_changes_dropped, 10);
+        assert_int_equal(f.n_drifted_keys, n);
+
+        assert_int_equal(evaluate_describe(&f, &text), 0);
+        assert_non_null(strstr(strbuf_str(&text), "many.env: drifted; 64 changed: K0000 K0001"));
+        assert_non_null(strstr(strbuf_str(&text), "; 10 more"));
+        assert_null(strstr(strbuf_str(&text), "secret"));
+        strbuf_done(&desired);
+        strbuf_done(&running);
+        strbuf_done(&text);
+}
+
+static void test_describe(void **state) {
+        _cleanup_(file_report_done) FileReport f = {};
+        StrBuf text = STRBUF_INIT(4096);
+        EvalInput in;
+        Row r = rows[2];
+
+        r.desired = "ENROOT_MOUNT_HOME=no\nENROOT_X_Y=1\n";
+        r.running = "ENROOT_MOUNT_HOME=yes\nENROOT_Z=1\n";
+        fill(&r, &in);
+        assert_int_equal(evaluate_file(&in, NULL, 1, &f), 0);
+        assert_int_equal(evaluate_describe(&f, &text), 0);
+        assert_string_equal(strbuf_str(&text),
+                            "enroot.conf: drifted; 1 added: ENROOT_X_Y; 1 removed: ENROOT_Z; "
+                            "1 changed: ENROOT_MOUNT_HOME; the running mount is from a superseded "
+                            "version " V1);
+        strbuf_done(&text);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_rows),     cmocka_unit_test(test_unobservable),
+                cmocka_unit_test(test_since),    cmocka_unit_test(test_changes_bounded),
+                cmocka_unit_test(test_describe),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The daemon's command line: defaults, every option, every error naming its option. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <syslog.h>
+#include <cmocka.h>
+
+#include "options.h"
+
+#define MAX_ARGS 24
+
+typedef struct ErrorRow {
+        const char *args[MAX_ARGS];
+        const char *message; /* substring the error must contain */
+} ErrorRow;
+
+static const ErrorRow error_rows[] = {
+        {{"--resync-interval", "abc"}, "--resync-interval: \"abc\" is not a number of seconds"},
+        {{"--resync-interval", "0"}, "from 1 to 86400"},
+        {{"--resync-interval", "86401"}, "--resync-interval"},
+        {{"--resync-interval", "-5"}, "--resync-interval"},
+        {{"--poll-interval", "1x"}, "--poll-interval"},
+        {{"--watch", "fanotify"}, "--watch: \"fanotify\" is not auto, inotify or poll"},
+        {{"--listen", "9100"}, "--listen: \"9100\" has no port"},
+        {{"--listen", ":99999"}, "the port must be a number from 0 to 65535"},
+        {{"--listen", "::1:9100"}, "write an IPv6 address as [ADDR]:PORT"},
+        {{"--listen", "[::1]"}, "write an IPv6 address"},
+        {{"--file", "enroot.conf"}, "--file: \"enroot.conf\" is not KEY=PATH"},
+        {{"--file", "..data=/x"}, "is not a ConfigMap key"},
+        {{"--file", "a b=/x"}, "is not a ConfigMap key"},
+        {{"--file", "k=relative"}, "the path must be absolute"},
+        {{"--file", "k=/a", "--file", "k=/b"}, "key \"k\" is given twice"},
+        {{"--running-root", "rel"}, "--running-root: \"rel\" is not an absolute path"},
+        {{"--target-process", "a/b"}, "--target-process"},
+        {{"--target-process", "a-name-longer-than-15"}, "1 to 15 characters"},
+        {{"--log-level", "loud"}, "--log-level: \"loud\""},
+        {{"--timeout", "0"}, "--timeout: \"0\" is not a number of milliseconds"},
+        {{"--bogus"}, "unknown option --bogus"},
+        {{"--desired-dir"}, "--desired-dir needs a value"},
+        {{"extra"}, "unexpected argument \"extra\""},
+        {{"--check", "--check-config"}, "exclude each other"},
+        {{"--require-current"}, "--require-current only goes with --check"},
+};
+
+/* getopt wants writable strings: hand it copies. */
+static int parse(const char *const *args, Options *o, char **err) {
+        char *argv[MAX_ARGS + 2] = {strdupa("aicr-enroot-agent")};
+        int argc = 1;
+
+        for (size_t i = 0; i < MAX_ARGS && args[i]; i++)
+                argv[argc++] = strdupa(args[i]);
+        return options_parse(argc, argv, o, err);
+}
+
+static void test_errors(void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(error_rows); i++) {
+                Options o = {};
+                _cleanup_free_ char *err = NULL;
+
+                assert_int_equal(parse(error_rows[i].args, &o, &err), -EINVAL);
+                assert_non_null(err);
+                if (!strstr(err, error_rows[i].message))
+                        fail_msg("row %zu: \"%s\" lacks \"%s\"", i, err, error_rows[i].message);
+        }
+}
+
+static void test_defaults(void **state) {
+        _cleanup_(options_done) Options o = {};
+        _cleanup_free_ char *err = NULL;
+
+        assert_int_equal(parse((const char *[]){NULL}, &o, &err), 0);
+        assert_int_equal(o.action, ACTION_DAEMON);
+        assert_int_equal(o.n_files, 2);
+        assert_string_equal(o.files[0].key, "enroot.conf");
+        assert_string_equal(o.files[0].path, "/etc/enroot/enroot.conf");
+        assert_string_equal(o.files[1].key, "99-aicr-defaults.env");
+        assert_string_equal(o.files[1].path, "/etc/enroot/environ.d/99-aicr-defaults.env");
+        assert_string_equal(o.running_root, "/");
+        assert_string_equal(o.listen, ":9100");
+        assert_string_equal(o.watch, "auto");
+        assert_null(o.target_process);
+        assert_int_equal(o.resync_usec, 60 * 1000000ull);
+        assert_int_equal(o.log_level, LOG_INFO);
+        /* the daemon needs --desired-dir */
+        assert_int_equal(options_validate_daemon(&o, &err), -EINVAL);
+        assert_non_null(strstr(err, "--desired-dir is required"));
+}
+
+static void test_everything(void **state) {
+        _cleanup_(options_done) Options o = {};
+        _cleanup_free_ char *err = NULL;
+        const char *args[] = {
+                "--desired-dir=/cm",
+                "--file",
+                "a.conf=/etc/a.conf",
+                "--file",
+                "b.env=/etc/b.env",
+                "--listen",
+                "[::1]:9200",
+                "--resync-interval",
+                "30",
+                "--poll-interval",
+                "2",
+                "--watch",
+                "poll",
+                "--target-process",
+                "slurmd",
+                "--log-level",
+                "debug",
+                "--check-config",
+                NULL,
+        };
+
+        assert_int_equal(parse(args, &o, &err), 0);
+        assert_int_equal(o.action, ACTION_CHECK_CONFIG);
+        assert_string_equal(o.desired_dir, "/cm");
+        assert_int_equal(o.n_files, 2); /* --file replaces the defaults */
+        assert_string_equal(o.files[1].key, "b.env");
+        assert_string_equal(o.listen, "[::1]:9200");
+        assert_int_equal(o.resync_usec, 30 * 1000000ull);
+        assert_int_equal(o.poll_usec, 2 * 1000000ull);
+        assert_string_equal(o.watch, "poll");
+        assert_string_equal(o.target_process, "slurmd");
+        assert_int_equal(o.log_level, LOG_DEBUG);
+        assert_int_equal(options_validate_daemon(&o, &err), 0);
+}
+
+static void test_check(void **state) {
+        _cleanup_(options_done) Options o = {};
+        _cleanup_free_ char *err = NULL;
+
+        assert_int_equal(parse((const char *[]){"--check", "--require-current", "--listen",
+                                                "127.0.0.1:9300", "--timeout", "250", NULL},
+                               &o, &err),
+                         0);
+        assert_int_equal(o.action, ACTION_CHECK);
+        assert_true(o.require_current);
+        assert_int_equal(o.check_timeout_usec, 250000);
+}
+
+static void test_validate(void **state) {
+        _cleanup_(options_done) Options o = {};
+        _cleanup_free_ char *err = NULL, *err2 = NULL;
+
+        assert_int_equal(parse((const char *[]){"--desired-dir", "rel", NULL}, &o, &err), 0);
+        assert_int_equal(options_validate_daemon(&o, &err), -EINVAL);
+        assert_non_null(strstr(err, "not an absolute path"));
+        options_done(&o);
+        assert_int_equal(parse((const char *[]){"--desired-dir", "/d", "--running-root", "/r",
+                                                "--target-process", "slurmd", NULL},
+                               &o, &err2),
+                         0);
+        free(err2);
+        assert_int_equal(options_validate_daemon(&o, &err2), -EINVAL);
+        assert_non_null(strstr(err2, "exclude each other"));
+}
+
+static void test_keys(void **state) {
+        char long_key[OPTIONS_MAX_KEY_LENGTH + 2];
+
+        assert_true(configmap_key_is_valid("enroot.conf"));
+        assert_true(configmap_key_is_valid("99-aicr-defaults.env"));
+        assert_true(configmap_key_is_valid(".hidden"));
+        assert_false(configmap_key_is_valid(""));
+        assert_false(configmap_key_is_valid("."));
+        assert_false(configmap_key_is_valid(".."));
+        assert_false(configmap_key_is_valid("..data"));
+        assert_false(configmap_key_is_valid("a/b"));
+        memset(long_key, 'k', sizeof long_key - 1);
+        long_key[sizeof long_key - 1] = '\0';
+        assert_false(configmap_key_is_valid(long_key));
+        long_key[OPTIONS_MAX_KEY_LENGTH] = '\0';
+        assert_true(configmap_key_is_valid(long_key));
+}
+
+static void test_too_many_files(void **state) {
+        char *argv[2 + 2 * (OPTIONS_MAX_FILES + 1)];
+        char bufs[OPTIONS_MAX_FILES + 1][32];
+        Options o = {};
+        _cleanup_free_ char *err = NULL;
+        int argc = 1;
+
+        static char agent[] = "agent", file_opt[] = "--file";
+
+        argv[0] = agent;
+        for (unsigned i = 0; i <= OPTIONS_MAX_FILES; i++) {
+                (void) snprintf(bufs[i], sizeof bufs[i], "k%u=/f%u", i, i);
+                argv[argc++] = file_opt;
+                argv[argc++] = bufs[i];
+        }
+        assert_int_equal(options_parse(argc, argv, &o, &err), -EINVAL);
+        assert_non_null(strstr(err, "more than 32 files"));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_errors),         cmocka_unit_test(test_defaults),
+                cmocka_unit_test(test_everything),     cmocka_unit_test(test_check),
+                cmocka_unit_test(test_validate),       cmocka_unit_test(test_keys),
+                cmocka_unit_test(test_too_many_files),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,922 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+#include "macro.h"
+#include "running.h"
+
+#define MAX_BYTES 64u
+
+static char dir[] = "/tmp/test-running.XXXXXX";
+static int dir_fd = -1;
+static char root[sizeof dir + 8]; /* dir/root: the running root, or a chroot */
+static int root_fd = -1;
+
+/* ------------------------------------------------------------------------ */
+/* Helpers */
+
+static void write_at(int at, const char *name, const char *data) {
+        int fd = openat(at, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, data, strlen(data)), (ssize_t) strlen(data));
+        assert_int_equal(close(fd), 0);
+}
+
+static void mkdirs_at(int at, const char *path) {
+        char buf[PATH_MAX];
+
+        assert_true(strlen(path) < sizeof buf);
+        strcpy(buf, path);
+        for (char *p = buf + 1;; p++)
+                if (*p == '/' || *p == '\0') {
+                        char c = *p;
+                        *p = '\0';
+                        assert_true(mkdirat(at, buf, 0755) == 0 || errno == EEXIST);
+                        if (c == '\0')
+                                break;
+                        *p = c;
+                }
+}
+
+static int setup(void **state) {
+        char big[MAX_BYTES + 2];
+
+        if (!mkdtemp(dir))
+                return -1;
+        dir_fd = open(dir, O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd < 0)
+                return -1;
+        /* other uids must reach the tree (the permission test drops to nobody) */
+        if (chmod(dir, 0755) < 0)
+                return -1;
+        (void) snprintf(root, sizeof root, "%s/root", dir);
+
+        mkdirs_at(dir_fd, "root/etc/enroot/environ.d");
+        mkdirs_at(dir_fd, "root/etc/dir");
+        root_fd = open(root, O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0)
+                return -1;
+        write_at(root_fd, "etc/enroot/enroot.conf", "ENROOT_MOUNT_HOME=yes\n");
+        write_at(root_fd, "etc/enroot/environ.d/99-aicr-defaults.env", "NCCL_DEBUG=WARN\n");
+        write_at(root_fd, "etc/hostname", "inside\n");
+        memset(big, 'x', sizeof big - 1);
+        big[MAX_BYTES + 1] = '\0';
+        write_at(root_fd, "etc/big", big); /* MAX_BYTES + 1 bytes */
+        big[MAX_BYTES] = '\0';
+        write_at(root_fd, "etc/max", big); /* exactly MAX_BYTES */
+        if (mkfifoat(root_fd, "etc/fifo", 0644) < 0)
+                return -1;
+        /* links that would leave the root if they were resolved from ours */
+        if (symlinkat("/etc/hostname", root_fd, "etc/abs-link") < 0 ||
+            symlinkat("../../../../../../../../etc/hostname", root_fd, "etc/up-link") < 0 ||
+            symlinkat("hostname", root_fd, "etc/rel-link") < 0 ||
+            symlinkat("/etc/enroot", root_fd, "etc/dir-link") < 0 ||
+            symlinkat("loop", root_fd, "etc/loop") < 0 ||
+            symlinkat("/nonexistent", root_fd, "etc/dangling") < 0 ||
+            symlinkat("/etc/enroot/./././././././././././././././././././././././././././././././."
+                      "/./././././././././././././././././././././././././././././././././././.",
+                      root_fd, "etc/long-link") < 0)
+                return -1;
+        /* Linux refuses an empty link target (ENOENT); other systems may not */
+        (void) symlinkat("", root_fd, "etc/empty-link");
+        return 0;
+}
+
+static int teardown(void **state) {
+        char cmd[sizeof dir + 16];
+
+        (void) snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        (void) close(root_fd);
+        (void) close(dir_fd);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static RunningView *read_view(const char *running_root, const char *target, pid_t last_pid,
+                              const char *const *paths, size_t n_paths) {
+        RunningConfig cfg = {
+                .running_root = running_root,
+                .target_process = target,
+                .paths = paths,
+                .n_paths = n_paths,
+                .max_bytes = MAX_BYTES,
+        };
+        RunningView *v = NULL;
+
+        assert_int_equal(running_read(&cfg, last_pid, &v), 0);
+        assert_non_null(v);
+        assert_int_equal(v->n_files, n_paths);
+        for (size_t i = 0; i < n_paths; i++)
+                assert_string_equal(v->files[i].path, paths[i]);
+        return v;
+}
+
+static void assert_content(const RunningFile *f, const char *want) {
+        assert_int_equal(f->error, 0);
+        assert_non_null(f->content);
+        assert_int_equal(f->size, strlen(want));
+        assert_memory_equal(f->content, want, f->size);
+}
+
+/* A real process named name (PR_SET_NAME sets its comm), optionally
+ * chrooted, optionally in a private mount namespace with file bind-mounted
+ * on target first. Returns once it runs under that name. */
+static pid_t spawn(const char *name, const char *chroot_dir, const char *bind_source,
+                   const char *bind_target) {
+        int p[2];
+        pid_t pid;
+        char c = 0;
+
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                (void) close(p[0]);
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (bind_source && (unshare(CLONE_NEWNS) < 0 ||
+                                    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                                    mount(bind_source, bind_target, NULL, MS_BIND, NULL) < 0))
+                        _exit(2);
+                if (chroot_dir && (chroot(chroot_dir) < 0 || chdir("/") < 0))
+                        _exit(3);
+                if (prctl(PR_SET_NAME, name) < 0)
+                        _exit(4);
+                if (write(p[1], "r", 1) != 1)
+                        _exit(5);
+                for (;;)
+                        pause();
+        }
+        (void) close(p[1]);
+        if (read(p[0], &c, 1) != 1) {
+                int status = 0;
+                (void) waitpid(pid, &status, 0);
+                fail_msg("child could not set itself up (exit %d)", WEXITSTATUS(status));
+        }
+        (void) close(p[0]);
+        return pid;
+}
+
+#define skip_because(why)                               \
+        do {                                            \
+                print_message("skipping: %s\n", (why)); \
+                skip();                                 \
+        } while (0)
+
+static void reap(pid_t pid) {
+        (void) kill(pid, SIGKILL);
+        assert_int_equal(waitpid(pid, NULL, 0), pid);
+}
+
+/* A process name of our own, so no process of the machine can match. */
+static const char *unique_name(const char *tag) {
+        static char name[16];
+        (void) snprintf(name, sizeof name, "rt%s%d", tag, (int) getpid() % 100000);
+        return name;
+}
+
+static bool pidfd_exited(int pidfd, int timeout_ms) {
+        struct pollfd p = {.fd = pidfd, .events = POLLIN};
+        return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Default mode: a running root */
+
+static void test_running_root(void **state) {
+        static const char *const paths[] = {
+                "/etc/enroot/enroot.conf",
+                "/etc/enroot/environ.d/99-aicr-defaults.env",
+                "/etc/enroot/missing.conf",
+                "/etc/dir",
+                "/etc/fifo",
+                "/etc/big",
+                "/etc/max",
+                "/etc/abs-link",
+                "/etc/up-link",
+                "/etc/loop",
+                "/etc/dangling",
+                "/etc/hostname/",
+                "//etc/./dir/../enroot/enroot.conf",
+        };
+        _cleanup_(running_view_freep) RunningView *v = NULL;
+        struct stat st;
+
+        v = read_view(root, NULL, 0, paths, ELEMENTSOF(paths));
+        assert_true(v->observable);
+        assert_int_equal(v->error, 0);
+        assert_null(v->detail);
+        assert_int_equal(v->pid, 0);
+        assert_true(v->pidfd < 0);
+        assert_int_equal(v->resolve, RUNNING_RESOLVE_OPENAT2);
+        assert_null(v->note);
+        assert_int_equal(v->mountinfo_error, 0);
+
+        assert_content(&v->files[0], "ENROOT_MOUNT_HOME=yes\n");
+        assert_true(v->files[0].have_stat);
+        assert_int_equal(fstatat(root_fd, "etc/enroot/enroot.conf", &st, 0), 0);
+        assert_true(v->files[0].ino == st.st_ino);
+        assert_true(v->files[0].dev == st.st_dev);
+        assert_int_equal(v->files[0].nlink, 1);
+        assert_true(S_ISREG(v->files[0].mode));
+        /* a plain file in a directory is no mount of its own */
+        assert_true(v->files[0].mount_known);
+        assert_false(v->files[0].mount_point);
+        assert_null(v->files[0].mount_root);
+        assert_null(v->files[0].mount_version);
+
+        assert_content(&v->files[1], "NCCL_DEBUG=WARN\n");
+        assert_int_equal(v->files[2].error, -ENOENT);
+        assert_false(v->files[2].have_stat);
+        assert_null(v->files[2].content);
+        assert_int_equal(v->files[3].error, -EISDIR);
+        assert_true(v->files[3].have_stat);           /* it exists: its facts are known */
+        assert_int_equal(v->files[4].error, -EBADFD); /* and reading it did not block */
+        assert_int_equal(v->files[5].error, -EFBIG);
+        assert_null(v->files[5].content);
+        assert_int_equal(v->files[6].size, MAX_BYTES);
+        /* absolute and climbing links resolve inside the running root */
+        assert_content(&v->files[7], "inside\n");
+        assert_content(&v->files[8], "inside\n");
+        assert_int_equal(v->files[9].error, -ELOOP);
+        assert_int_equal(v->files[10].error, -ENOENT);
+        assert_int_equal(v->files[11].error, -ENOTDIR);
+        assert_content(&v->files[12], "ENROOT_MOUNT_HOME=yes\n");
+}
+
+static void test_running_root_missing(void **state) {
+        static const char *const paths[] = {"/etc/enroot/enroot.conf"};
+        _cleanup_(running_view_freep) RunningView *v = NULL;
+        _cleanup_free_ char *missing = NULL, *want = NULL;
+
+        assert_true(asprintf(&missing, "%s/nonexistent", dir) > 0);
+        v = read_view(missing, NULL, 0, paths, 1);
+        assert_false(v->observable);
+        assert_int_equal(v->error, -ENOENT);
+        assert_true(asprintf(&want,
+                             "cannot open the running root \"%s\": No such file or directory",
+                             missing) > 0);
+        assert_string_equal(v->detail, want);
+        assert_int_equal(v->files[0].error, -ENOENT);
+        assert_null(v->files[0].content);
+}
+
+static void test_bad_config(void **state) {
+        const char *paths[RUNNING_MAX_PATHS + 1];
+        RunningConfig cfg = {.paths = paths, .max_bytes = MAX_BYTES};
+        RunningView *v = NULL;
+
+        for (size_t i = 0; i < ELEMENTSOF(paths); i++)
+                paths[i] = "/etc/enroot/enroot.conf";
+
+        cfg.n_paths = RUNNING_MAX_PATHS + 1;
+        assert_int_equal(running_read(&cfg, 0, &v), -EINVAL);
+        cfg.n_paths = RUNNING_MAX_PATHS;
+        cfg.running_root = root;
+        assert_int_equal(running_read(&cfg, 0, &v), 0);
+        v = running_view_free(v);
+
+        paths[0] = "etc/enroot/enroot.conf";
+        cfg.n_paths = 1;
+        assert_int_equal(running_read(&cfg, 0, &v), -EINVAL);
+        paths[0] = "/etc/enroot/enroot.conf";
+        cfg.target_process = "";
+        assert_int_equal(running_read(&cfg, 0, &v), -EINVAL);
+        assert_null(v);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Resolution in a root: the fallback walk must agree with the kernel */
+
+static void assert_same_open(int dfd, const char *path) {
+        _cleanup_close_ int a = -EBADF, b = -EBADF;
+        RunningResolve how = RUNNING_RESOLVE_WALK;
+        struct stat sa, sb;
+
+        print_message("path: \"%s\"\n", path);
+        a = running_open_in_root(dfd, path, O_RDONLY | O_NONBLOCK, &how);
+        b = running_open_in_root_walk(dfd, path, O_RDONLY | O_NONBLOCK);
+        assert_int_equal(how, RUNNING_RESOLVE_OPENAT2);
+        if (a < 0 || b < 0) {
+                assert_int_equal(b, a);
+                return;
+        }
+        assert_int_equal(fstat(a, &sa), 0);
+        assert_int_equal(fstat(b, &sb), 0);
+        assert_true(sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+        assert_int_equal(fcntl(b, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+}
+
+static void test_walk_agrees(void **state) {
+        static const char *const paths[] = {
+                "/etc/enroot/enroot.conf",
+                "etc/enroot/enroot.conf",
+                "/etc/abs-link",
+                "/etc/up-link",
+                "/etc/rel-link",
+                "/etc/dir-link/enroot.conf",
+                "/etc/dir-link/",
+                "/etc/dir-link/../hostname",
+                "/../../../etc/hostname",
+                "/etc/./enroot/../hostname",
+                "/etc/enroot/..",
+                "/",
+                "",
+                "..",
+                "/etc/",
+                "/etc/loop",
+                "/etc/dangling",
+                "/etc/empty-link",
+                "/etc/missing",
+                "/etc/hostname/",
+                "/etc/hostname/x",
+                "/etc/abs-link/",
+                "/etc/fifo",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(paths); i++)
+                assert_same_open(root_fd, paths[i]);
+}
+
+static void test_walk_limits(void **state) {
+        char name[32], target[32], *path;
+        size_t len;
+        int fd;
+
+        /* RUNNING_MAX_SYMLINKS: a chain of exactly that many links resolves,
+         * one more is a loop, for the kernel and for the walk alike */
+        for (unsigned i = 0; i <= RUNNING_MAX_SYMLINKS; i++) {
+                (void) snprintf(name, sizeof name, "etc/chain%u", i);
+                if (i == 0)
+                        strcpy(target, "hostname");
+                else
+                        (void) snprintf(target, sizeof target, "chain%u", i - 1);
+                assert_int_equal(symlinkat(target, root_fd, name), 0);
+        }
+        (void) snprintf(name, sizeof name, "/etc/chain%u", RUNNING_MAX_SYMLINKS - 1);
+        assert_same_open(root_fd, name);
+        fd = running_open_in_root_walk(root_fd, name, O_RDONLY);
+        assert_true(fd >= 0);
+        (void) close(fd);
+        (void) snprintf(name, sizeof name, "/etc/chain%u", RUNNING_MAX_SYMLINKS);
+        assert_same_open(root_fd, name);
+        assert_int_equal(running_open_in_root_walk(root_fd, name, O_RDONLY), -ELOOP);
+
+        /* RUNNING_MAX_DEPTH directory levels are held open, one more is refused */
+        path = malloc(2 * (RUNNING_MAX_DEPTH + 1) + 8);
+        assert_non_null(path);
+        len = 0;
+        for (unsigned i = 0; i < RUNNING_MAX_DEPTH + 1; i++) {
+                path[len++] = 'd';
+                path[len] = '\0';
+                assert_true(mkdirat(dir_fd, path, 0755) == 0 || errno == EEXIST);
+                path[len++] = '/';
+        }
+        strcpy(path + len, "f");
+        write_at(dir_fd, path, "deep\n");
+        /* "d/.../d/f" with RUNNING_MAX_DEPTH + 1 directories */
+        assert_int_equal(running_open_in_root_walk(dir_fd, path, O_RDONLY), -ENAMETOOLONG);
+        /* one level less: open d first, then the rest below it */
+        {
+                _cleanup_close_ int d = openat(dir_fd, "d", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                assert_true(d >= 0);
+                fd = running_open_in_root_walk(d, path + 2, O_RDONLY);
+                assert_true(fd >= 0);
+                (void) close(fd);
+        }
+        free(path);
+
+        /* RUNNING_MAX_PATH_LENGTH: a longer path is refused before any lookup */
+        path = malloc(RUNNING_MAX_PATH_LENGTH + 1);
+        assert_non_null(path);
+        memset(path, '/', RUNNING_MAX_PATH_LENGTH);
+        path[RUNNING_MAX_PATH_LENGTH] = '\0';
+        assert_int_equal(running_open_in_root_walk(root_fd, path, O_RDONLY), -ENAMETOOLONG);
+        path[RUNNING_MAX_PATH_LENGTH - 1] = '\0'; /* "////...": the root itself */
+        fd = running_open_in_root_walk(root_fd, path, O_RDONLY | O_DIRECTORY);
+        assert_true(fd >= 0);
+        (void) close(fd);
+        free(path);
+
+        /* ... also once a link's target is spliced in (the kernel has no such
+         * limit: the walk refuses what openat2() would open) */
+        path = malloc(RUNNING_MAX_PATH_LENGTH);
+        assert_non_null(path);
+        strcpy(path, "etc/long-link");
+        len = strlen(path);
+        while (len + 2 + strlen("/enroot.conf") < RUNNING_MAX_PATH_LENGTH) {
+                memcpy(path + len, "/.", 2);
+                len += 2;
+        }
+        strcpy(path + len, "/enroot.conf");
+        fd = running_open_in_root(root_fd, path, O_RDONLY, NULL);
+        assert_true(fd >= 0);
+        (void) close(fd);
+        assert_int_equal(running_open_in_root_walk(root_fd, path, O_RDONLY), -ENAMETOOLONG);
+        free(path);
+
+        assert_int_equal(running_open_in_root_walk(root_fd, "/etc/x", O_RDONLY | O_CREAT), -EINVAL);
+        assert_int_equal(running_open_in_root(root_fd, "/etc/x", O_RDONLY | O_CREAT, NULL),
+                         -EINVAL);
+}
+
+/* The walk reads a magic link as text inside the root; the kernel refuses
+ * it (RESOLVE_NO_MAGICLINKS). Neither leaves the root. */
+static void test_magic_links(void **state) {
+        _cleanup_close_ int slash = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int fd = -EBADF;
+        struct stat a, b;
+
+        assert_true(slash >= 0);
+        assert_int_equal(running_open_in_root(slash, "/proc/self/root/etc/passwd", O_RDONLY, NULL),
+                         -ELOOP);
+        fd = running_open_in_root_walk(slash, "/proc/self/root/etc/passwd", O_RDONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(fstat(fd, &a), 0);
+        assert_int_equal(stat("/etc/passwd", &b), 0);
+        assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+
+        /* inside a root, the text "/" of /proc/self/root is that root */
+        mkdirs_at(root_fd, "proc/self");
+        assert_int_equal(symlinkat("/", root_fd, "proc/self/root"), 0);
+        (void) close(fd);
+        fd = running_open_in_root_walk(root_fd, "/proc/self/root/etc/hostname", O_RDONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(fstat(fd, &a), 0);
+        assert_int_equal(fstatat(root_fd, "etc/hostname", &b, 0), 0);
+        assert_true(a.st_ino == b.st_ino);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Finding the process in a fake /proc */
+
+static void fake_process(int proc_fd, int pid, const char *comm, char state, int ppid) {
+        char path[64], stat[256];
+
+        (void) snprintf(path, sizeof path, "%d", pid);
+        assert_int_equal(mkdirat(proc_fd, path, 0755), 0);
+        (void) snprintf(path, sizeof path, "%d/comm", pid);
+        (void) snprintf(stat, sizeof stat, "%s\n", comm);
+        write_at(proc_fd, path, stat);
+        (void) snprintf(path, sizeof path, "%d/stat", pid);
+        (void) snprintf(stat, sizeof stat, "%d (%s) %c %d 1 1 0 -1 4194560 0 0\n", pid, comm, state,
+                        ppid);
+        write_at(proc_fd, path, stat);
+}
+
+static void test_find_process_fake(void **state) {
+        _cleanup_close_ int proc_fd = -EBADF;
+        _cleanup_free_ char *proc = NULL;
+        char big[RUNNING_MAX_PROC_FILE_BYTES + 2];
+        pid_t pid = 0;
+
+        assert_true(asprintf(&proc, "%s/proc-find", dir) > 0);
+        assert_int_equal(mkdir(proc, 0755), 0);
+        proc_fd = open(proc, O_DIRECTORY | O_CLOEXEC);
+        assert_true(proc_fd >= 0);
+
+        assert_int_equal(running_find_process(proc, "slurmd", &pid), -ESRCH);
+
+        fake_process(proc_fd, 1, "tini", 'S', 0);
+        /* a helper forked by slurmd, under its name, with a lower PID (wrap-around) */
+        fake_process(proc_fd, 2, "slurmd", 'S', 9);
+        fake_process(proc_fd, 9, "slurmd", 'S', 1);
+        fake_process(proc_fd, 12, "slurmd", 'S', 1);
+        /* a zombie is no process to read */
+        fake_process(proc_fd, 4, "slurmd", 'Z', 1);
+        /* comm holding ") " does not confuse the stat parser */
+        fake_process(proc_fd, 3, "a) Z 1 (b", 'S', 1);
+        assert_int_equal(mkdirat(proc_fd, "self-not-a-pid", 0755), 0);
+
+        assert_int_equal(running_find_process(proc, "slurmd", &pid), 0);
+        assert_int_equal(pid, 9); /* parent is not slurmd, lowest of those */
+        assert_int_equal(running_find_process(proc, "a) Z 1 (b", &pid), 0);
+        assert_int_equal(pid, 3);
+        assert_int_equal(running_find_process(proc, "tini", &pid), 0);
+        assert_int_equal(pid, 1);
+        assert_int_equal(running_find_process(proc, "slurm", &pid), -ESRCH);
+        assert_int_equal(running_find_process(proc, "slurmdd", &pid), -ESRCH);
+
+        /* the kernel keeps 15 bytes of a name: a longer one matches on those */
+        fake_process(proc_fd, 20, "slurmd-with-a-l", 'S', 1);
+        assert_int_equal(running_find_process(proc, "slurmd-with-a-long-name", &pid), 0);
+        assert_int_equal(pid, 20);
+
+        /* RUNNING_MAX_PROC_FILE_BYTES: a larger comm file is skipped */
+        memset(big, 'b', sizeof big - 1);
+        big[sizeof big - 1] = '\0';
+        fake_process(proc_fd, 30, "big", 'S', 1);
+        write_at(proc_fd, "30/comm", big);
+        assert_int_equal(running_find_process(proc, big, &pid), -ESRCH);
+
+        assert_int_equal(running_find_process("/nonexistent-proc", "slurmd", &pid), -ENOENT);
+}
+
+/* The whole target mode on a fake tree: "root" and "mountinfo" are ours. */
+static void test_target_fake_tree(void **state) {
+        static const char *const paths[] = {"/etc/abs-link", "/etc/enroot/enroot.conf"};
+        _cleanup_(running_view_freep) RunningView *v = NULL;
+        _cleanup_close_ int proc_fd = -EBADF;
+        _cleanup_free_ char *proc = NULL, *want = NULL;
+        RunningConfig cfg = {.paths = paths, .n_paths = 2, .max_bytes = MAX_BYTES};
+
+        assert_true(asprintf(&proc, "%s/proc-tree", dir) > 0);
+        assert_int_equal(mkdir(proc, 0755), 0);
+        proc_fd = open(proc, O_DIRECTORY | O_CLOEXEC);
+        assert_true(proc_fd >= 0);
+        fake_process(proc_fd, 7, "slurmd", 'S', 1);
+        assert_int_equal(symlinkat(root, proc_fd, "7/root"), 0);
+        write_at(proc_fd, "7/mountinfo",
+                 "1 0 0:1 / / rw - t s rw\nbroken\n9 1 0:2 /vol/..v1/enroot.conf//deleted "
+                 "/etc/enroot/enroot.conf ro - t s rw\n");
+
+        cfg.proc_dir = proc;
+        cfg.target_process = "slurmd";
+        assert_int_equal(running_read(&cfg, 0, &v), 0);
+        assert_true(v->observable);
+        assert_int_equal(v->pid, 7);
+        /* no "self" link: not our procfs, so no pidfd, and the view says why */
+        assert_true(v->pidfd < 0);
+        assert_true(asprintf(&want,
+                             "%s is not this PID namespace's procfs: the agent notices a restart "
+                             "of \"slurmd\" only at the next resync",
+                             proc) > 0);
+        assert_string_equal(v->note, want);
+        assert_int_equal(v->mountinfo_error, 0);
+        assert_int_equal(v->mountinfo_malformed, 1);
+        /* the absolute link resolved in the process's root */
+        assert_content(&v->files[0], "inside\n");
+        assert_content(&v->files[1], "ENROOT_MOUNT_HOME=yes\n");
+        /* statx() says the file is not a mount root here, whatever a (fake)
+         * mountinfo claims about the path */
+        assert_true(v->files[1].mount_known);
+        assert_false(v->files[1].mount_point);
+        v = running_view_free(v);
+
+        /* gone: the sentence a user needs */
+        assert_int_equal(unlinkat(proc_fd, "7/comm", 0), 0);
+        write_at(proc_fd, "7/comm", "other\n");
+        assert_int_equal(running_read(&cfg, 7, &v), 0);
+        assert_false(v->observable);
+        assert_int_equal(v->error, -ESRCH);
+        assert_string_equal(v->detail, "no process named \"slurmd\" in this PID namespace: is "
+                                       "shareProcessNamespace: true set on the pod?");
+        assert_int_equal(v->files[0].error, -ESRCH);
+        assert_int_equal(v->files[1].error, -ESRCH);
+        assert_int_equal(v->pid, 0);
+        v = running_view_free(v);
+
+        cfg.proc_dir = "/nonexistent-proc";
+        assert_int_equal(running_read(&cfg, 0, &v), 0);
+        assert_false(v->observable);
+        assert_int_equal(v->error, -ENOENT);
+        assert_string_equal(v->detail, "cannot open /nonexistent-proc: No such file or directory");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Target mode against real processes and the real /proc */
+
+static void test_target_real(void **state) {
+        _cleanup_free_ char *path = NULL;
+        const char *const *paths;
+        char name[16];
+        pid_t a, b, c;
+        int pidfd;
+
+        strcpy(name, unique_name("a"));
+        assert_true(asprintf(&path, "%s/etc/enroot/enroot.conf", root) > 0);
+        paths = (const char *const *) &path;
+
+        a = spawn(name, NULL, NULL, NULL);
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_view(NULL, name, 0, paths, 1);
+                assert_true(v->observable);
+                assert_null(v->detail);
+                assert_int_equal(v->pid, a);
+                assert_null(v->note);
+                assert_content(&v->files[0], "ENROOT_MOUNT_HOME=yes\n");
+                /* a pidfd the manager can take and wait on */
+                assert_true(v->pidfd >= 0);
+                assert_false(pidfd_exited(v->pidfd, 0));
+                pidfd = TAKE_FD(v->pidfd);
+        }
+
+        /* the container restarts: the pidfd wakes, the next read finds the new process */
+        reap(a);
+        assert_true(pidfd_exited(pidfd, 1000));
+        (void) close(pidfd);
+        b = spawn(name, NULL, NULL, NULL);
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_view(NULL, name, a, paths, 1);
+                assert_true(v->observable);
+                assert_int_equal(v->pid, b);
+                assert_true(v->pidfd >= 0);
+        }
+
+        /* a second process with the name: the one read last is kept */
+        c = spawn(name, NULL, NULL, NULL);
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_view(NULL, name, c, paths, 1);
+                assert_int_equal(v->pid, c);
+        }
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_view(NULL, name, 0, paths, 1);
+                assert_int_equal(v->pid, b < c ? b : c);
+        }
+
+        /* an unreaped (zombie) process is gone for us */
+        (void) kill(b, SIGKILL);
+        (void) kill(c, SIGKILL);
+        {
+                siginfo_t si;
+                assert_int_equal(waitid(P_PID, (id_t) b, &si, WEXITED | WNOWAIT), 0);
+                assert_int_equal(waitid(P_PID, (id_t) c, &si, WEXITED | WNOWAIT), 0);
+        }
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_view(NULL, name, b, paths, 1);
+                _cleanup_free_ char *want = NULL;
+
+                assert_false(v->observable);
+                assert_int_equal(v->error, -ESRCH);
+                assert_int_equal(v->pid, 0);
+                assert_true(v->pidfd < 0);
+                assert_true(asprintf(&want,
+                                     "no process named \"%s\" in this PID namespace: is "
+                                     "shareProcessNamespace: true set on the pod?",
+                                     name) > 0);
+                assert_string_equal(v->detail, want);
+        }
+        assert_int_equal(waitpid(b, NULL, 0), b);
+        assert_int_equal(waitpid(c, NULL, 0), c);
+}
+
+static void test_target_long_name(void **state) {
+        static const char long_name[] = "slurmd-with-a-long-name";
+        const char *const paths[] = {"/etc/hostname"};
+        pid_t a;
+
+        /* PR_SET_NAME keeps the first 15 bytes, as execve() does with a file name */
+        a = spawn(long_name, NULL, NULL, NULL);
+        {
+                _cleanup_(running_view_freep) RunningView *v = NULL;
+                pid_t found = 0;
+
+                assert_int_equal(running_find_process(NULL, long_name, &found), 0);
+                assert_int_equal(found, a);
+                v = read_view(NULL, long_name, 0, paths, 1);
+                assert_int_equal(v->pid, a);
+        }
+        reap(a);
+}
+
+/* The process's root is the container's: absolute links resolve there. */
+static void test_target_chroot(void **state) {
+        static const char *const paths[] = {"/etc/enroot/enroot.conf", "/etc/abs-link",
+                                            "/etc/up-link", "/etc/dangling"};
+        _cleanup_(running_view_freep) RunningView *v = NULL;
+        const char *name = unique_name("c");
+        pid_t a;
+
+        if (geteuid() != 0)
+                skip_because("chroot(2) needs root");
+
+        a = spawn(name, root, NULL, NULL);
+        v = read_view(NULL, name, 0, paths, ELEMENTSOF(paths));
+        assert_true(v->observable);
+        assert_int_equal(v->pid, a);
+        assert_content(&v->files[0], "ENROOT_MOUNT_HOME=yes\n");
+        assert_content(&v->files[1], "inside\n");
+        assert_content(&v->files[2], "inside\n");
+        assert_int_equal(v->files[3].error, -ENOENT);
+        reap(a);
+}
+
+/* Another uid without CAP_SYS_PTRACE: the sentence names what is missing. */
+static void test_target_permission(void **state) {
+        static const char *const paths[] = {"/etc/enroot/enroot.conf"};
+        const char *name = unique_name("p");
+        char buf[512] = {}, want[512];
+        int p[2], status = 0;
+        pid_t a, child;
+        ssize_t n;
+
+        if (geteuid() != 0)
+                skip_because("starting a process of another uid needs root");
+
+        a = spawn(name, NULL, NULL, NULL);
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                RunningConfig cfg = {.target_process = name,
+                                     .paths = paths,
+                                     .n_paths = 1,
+                                     .max_bytes = MAX_BYTES};
+                RunningView *v = NULL;
+
+                (void) close(p[0]);
+                if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+                    setresuid(65534, 65534, 65534) < 0)
+                        _exit(2);
+                if (running_read(&cfg, 0, &v) < 0)
+                        _exit(3);
+                dprintf(p[1], "%d %d %d %d %s", v->observable, v->error, v->files[0].error,
+                        (int) v->pid, v->detail ? v->detail : "(null)");
+                running_view_free(v);
+                _exit(0);
+        }
+        (void) close(p[1]);
+        n = read(p[0], buf, sizeof buf - 1);
+        (void) close(p[0]);
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        assert_true(n > 0);
+        (void) snprintf(want, sizeof want,
+                        "0 %d %d %d cannot open /proc/%d/root: Permission denied: the agent needs "
+                        "the same uid as the process or CAP_SYS_PTRACE",
+                        -EACCES, -EACCES, (int) a, (int) a);
+        assert_string_equal(buf, want);
+        reap(a);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Bind mounts: what kubelet's subPath does, and its atomic writer's update */
+
+#define V1 "..2026_12_02_14_00_00.123456789"
+#define V2 "..2026_12_02_14_05_00.987654321"
+
+/* The atomic writer's last step: rm -r of the old version directory. */
+static void kubelet_remove(int vol_fd, const char *version) {
+        char path[128];
+
+        (void) snprintf(path, sizeof path, "%s/enroot.conf", version);
+        assert_int_equal(unlinkat(vol_fd, path, 0), 0);
+        assert_int_equal(unlinkat(vol_fd, version, AT_REMOVEDIR), 0);
+}
+
+/* kubelet's atomic writer: new version directory, ..data flipped by
+ * rename(2), old version removed. */
+static void kubelet_update(int vol_fd, const char *version, const char *content,
+                           const char *old_version) {
+        char path[128];
+
+        assert_int_equal(mkdirat(vol_fd, version, 0755), 0);
+        (void) snprintf(path, sizeof path, "%s/enroot.conf", version);
+        write_at(vol_fd, path, content);
+        assert_int_equal(symlinkat(version, vol_fd, "..data_tmp"), 0);
+        assert_int_equal(renameat(vol_fd, "..data_tmp", vol_fd, "..data"), 0);
+        if (old_version)
+                kubelet_remove(vol_fd, old_version);
+}
+
+static void assert_mount(const RunningFile *f, const char *content, unsigned long nlink,
+                         const char *version, bool deleted) {
+        assert_content(f, content);
+        assert_int_equal(f->nlink, nlink);
+        assert_true(f->mount_known);
+        assert_true(f->mount_point);
+        assert_true(f->mount_id != 0);
+        assert_non_null(f->mount_root);
+        assert_string_equal(f->mount_version, version);
+        assert_int_equal(f->mount_deleted, deleted);
+        assert_int_equal(endswith(f->mount_root, "//deleted"), deleted);
+}
+
+/* A sidecar reads the subPath mount of another mount namespace. */
+static void test_target_bind_mount(void **state) {
+        _cleanup_free_ char *source = NULL, *target = NULL;
+        _cleanup_close_ int vol_fd = -EBADF;
+        const char *name = unique_name("m");
+        const char *const *paths;
+        pid_t a;
+
+        if (geteuid() != 0)
+                skip_because("mounting needs root");
+
+        mkdirs_at(dir_fd, "vol-target");
+        vol_fd = openat(dir_fd, "vol-target", O_DIRECTORY | O_CLOEXEC);
+        assert_true(vol_fd >= 0);
+        kubelet_update(vol_fd, V1, "A=1\n", NULL);
+        assert_true(asprintf(&source, "%s/vol-target/%s/enroot.conf", dir, V1) > 0);
+        assert_true(asprintf(&target, "%s/etc/enroot/enroot.conf", root) > 0);
+        paths = (const char *const *) &target;
+
+        a = fork();
+        assert_true(a >= 0);
+        if (a == 0) {
+                /* can this machine mount at all? */
+                if (unshare(CLONE_NEWNS) < 0 ||
+                    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                        _exit(77);
+                _exit(0);
+        } else {
+                int status = 0;
+                assert_int_equal(waitpid(a, &status, 0), a);
+                if (WEXITSTATUS(status) == 77) {
+                        print_message("skipping: no private mount namespace here\n");
+                        skip();
+                }
+        }
+
+        a = spawn(name, NULL, source, target);
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_view(NULL, name, 0, paths, 1);
+                assert_true(v->observable);
+                assert_mount(&v->files[0], "A=1\n", 1, V1, false);
+        }
+        /* our own namespace has no such mount: the view used the process's */
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_view(NULL, NULL, 0, paths, 1);
+                assert_content(&v->files[0], "ENROOT_MOUNT_HOME=yes\n");
+                assert_false(v->files[0].mount_point);
+        }
+
+        kubelet_update(vol_fd, V2, "A=2\n", V1);
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_view(NULL, name, a, paths, 1);
+                assert_int_equal(v->pid, a);
+                /* the old content stays readable, from an unlinked inode */
+                assert_mount(&v->files[0], "A=1\n", 0, V1, true);
+        }
+        reap(a);
+}
+
+/* The agent in the workload container itself: default mode, our mountinfo.
+ * Runs last: it moves this test process into a private mount namespace. */
+static void test_default_bind_mount(void **state) {
+        static const char *const paths[] = {"/etc/enroot/enroot.conf"};
+        _cleanup_free_ char *source = NULL, *target = NULL;
+        _cleanup_close_ int vol_fd = -EBADF;
+
+        if (geteuid() != 0)
+                skip_because("mounting needs root");
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+                print_message("skipping: no private mount namespace here: %s\n", strerror(errno));
+                skip();
+        }
+
+        mkdirs_at(dir_fd, "vol-default");
+        vol_fd = openat(dir_fd, "vol-default", O_DIRECTORY | O_CLOEXEC);
+        assert_true(vol_fd >= 0);
+        kubelet_update(vol_fd, V1, "B=1\n", NULL);
+        assert_true(asprintf(&source, "%s/vol-default/%s/enroot.conf", dir, V1) > 0);
+        assert_true(asprintf(&target, "%s/etc/enroot/enroot.conf", root) > 0);
+        assert_int_equal(mount(source, target, NULL, MS_BIND, NULL), 0);
+
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_view(root, NULL, 0, paths, 1);
+                assert_true(v->observable);
+                assert_mount(&v->files[0], "B=1\n", 1, V1, false);
+        }
+        /* a mount stacked on top is the one read and reported (kubelet never
+         * does this, but a container runtime or an operator might) */
+        kubelet_update(vol_fd, V2, "B=2\n", NULL);
+        {
+                _cleanup_free_ char *v2 = NULL;
+                assert_true(asprintf(&v2, "%s/vol-default/%s/enroot.conf", dir, V2) > 0);
+                assert_int_equal(mount(v2, target, NULL, MS_BIND, NULL), 0);
+        }
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_view(root, NULL, 0, paths, 1);
+                assert_mount(&v->files[0], "B=2\n", 1, V2, false);
+        }
+        assert_int_equal(umount2(target, MNT_DETACH), 0);
+
+        /* the writer removes the old version: superseded */
+        kubelet_remove(vol_fd, V1);
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_view(root, NULL, 0, paths, 1);
+                assert_mount(&v->files[0], "B=1\n", 0, V1, true);
+        }
+        assert_int_equal(umount2(target, MNT_DETACH), 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_running_root),
+                cmocka_unit_test(test_running_root_missing),
+                cmocka_unit_test(test_bad_config),
+                cmocka_unit_test(test_walk_agrees),
+                cmocka_unit_test(test_walk_limits),
+                cmocka_unit_test(test_magic_links),
+                cmocka_unit_test(test_find_process_fake),
+                cmocka_unit_test(test_target_fake_tree),
+                cmocka_unit_test(test_target_real),
+                cmocka_unit_test(test_target_long_name),
+                cmocka_unit_test(test_target_chroot),
+                cmocka_unit_test(test_target_permission),
+                cmocka_unit_test(test_target_bind_mount),
+                cmocka_unit_test(test_default_bind_mount),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}

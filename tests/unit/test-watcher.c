@@ -1,0 +1,1001 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The watcher on real inotify, a real sd-event loop and the real atomic
+ * writer (tests/tools/atomic-writer.sh) in child processes: updates, keys
+ * added and removed, kubelet's no-op resync, bursts, the flip-to-handler
+ * latency, an inotify queue overflow, the directory deleted or moved, poll
+ * mode, and the automatic fallback when inotify is out of instances or
+ * watches (real limits, lowered in a child's user namespace) or misses a
+ * change (a mount over the directory). The handler does what the manager
+ * will do: volume_read() everything.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
+#include "volume.h"
+#include "watcher.h"
+#include "writer-child.h"
+
+#define K_CONF  "enroot.conf"
+#define K_ENV   "99-aicr-defaults.env"
+#define K_EXTRA "extra.conf"
+
+#define V1_CONF  TEST_DATA_DIR "/volume/v1/enroot.conf"
+#define V1_ENV   TEST_DATA_DIR "/volume/v1/99-aicr-defaults.env"
+#define V2_CONF  TEST_DATA_DIR "/volume/v2/enroot.conf"
+#define V2_EXTRA TEST_DATA_DIR "/volume/v2/extra.conf"
+
+#define POLL_USEC     (100u * 1000u)
+#define MAX_BYTES     (1024u * 1024u)
+#define WRITER_WAIT_MS (60 * 1000)
+/* Long enough after a burst for any late handler call to show up. */
+#define SETTLE_MS 300
+
+static const char *const keys[] = {K_CONF, K_ENV, K_EXTRA};
+static const char *const payload_v1[] = {K_CONF "=" V1_CONF, K_ENV "=" V1_ENV, NULL};
+
+typedef struct Ctx {
+        const char *dir;
+        unsigned calls;
+        unsigned by_reason[_WATCH_REASON_MAX];
+        WatchReason last_reason;
+        int last_error; /* of opening and reading the directory */
+        char *version;  /* what the last call read */
+        char *conf;
+        int env_error, extra_error;
+        uint64_t last_call_usec;  /* CLOCK_REALTIME */
+        uint64_t new_version_usec; /* when a call first read a version unlike the previous one */
+} Ctx;
+
+static char top[] = "/tmp/test-watcher.XXXXXX";
+static char dir[sizeof top + 64];
+static sd_event *event;
+static Watcher *watcher;
+static Ctx ctx;
+
+static uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+        assert_int_equal(clock_gettime(clock, &ts), 0);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+static void ctx_reset(Ctx *c, const char *d) {
+        free(c->version);
+        free(c->conf);
+        *c = (Ctx){.dir = d, .last_reason = _WATCH_REASON_INVALID};
+}
+
+/* What the manager will do on every call: read everything again. */
+static void on_change(Watcher *w, WatchReason reason, void *userdata) {
+        Ctx *c = userdata;
+        _cleanup_(volume_snapshot_freep) VolumeSnapshot *s = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char *old = c->version;
+
+        c->calls++;
+        if (reason >= 0 && reason < _WATCH_REASON_MAX)
+                c->by_reason[reason]++;
+        c->last_reason = reason;
+        c->last_call_usec = now_usec(CLOCK_REALTIME);
+        c->version = NULL;
+        free(c->conf);
+        c->conf = NULL;
+
+        fd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        c->last_error = fd < 0 ? -errno : volume_read(fd, keys, 3, MAX_BYTES, &s);
+        if (c->last_error == 0) {
+                c->version = s->version ? strdup(s->version) : NULL;
+                if (s->files[0].error == 0)
+                        c->conf = strdup(s->files[0].data);
+                c->env_error = s->files[1].error;
+                c->extra_error = s->files[2].error;
+        }
+        if (!streq_ptr(old, c->version))
+                c->new_version_usec = c->last_call_usec;
+        free(old);
+}
+
+static int setup(void **state) {
+        static unsigned n;
+
+        (void) snprintf(dir, sizeof dir, "%s/d%u", top, n++);
+        if (mkdir(dir, 0755) < 0 || sd_event_new(&event) < 0)
+                return -1;
+        ctx_reset(&ctx, dir);
+        return writer_run(dir, payload_v1, NULL, 0) == 0 ? 0 : -1;
+}
+
+static int teardown(void **state) {
+        watcher = watcher_free(watcher);
+        event = sd_event_unref(event);
+        ctx_reset(&ctx, NULL);
+        return 0;
+}
+
+static int group_setup(void **state) {
+        /* the event callbacks' messages show what the watcher tells a user */
+        log_set_max_level(LOG_INFO);
+        return mkdtemp(top) && chmod(top, 0755) == 0 ? 0 : -1;
+}
+
+static int group_teardown(void **state) {
+        char cmd[sizeof top + 16];
+        (void) snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static char *slurp(const char *path) {
+        char *data = NULL;
+        size_t len;
+        assert_int_equal(read_file_at(AT_FDCWD, path, 0, MAX_BYTES, &data, &len), 0);
+        return data;
+}
+
+/* Runs the loop until pred(arg) or timeout_ms; returns pred's last answer. */
+static bool run_until(sd_event *e, bool (*pred)(void *), void *arg, unsigned timeout_ms) {
+        uint64_t end = now_usec(CLOCK_MONOTONIC) + timeout_ms * 1000ull;
+
+        while (!pred(arg)) {
+                uint64_t n = now_usec(CLOCK_MONOTONIC);
+                if (n >= end)
+                        return false;
+                assert_true(sd_event_run(e, end - n) >= 0);
+        }
+        return true;
+}
+
+static bool never(_unused_ void *arg) {
+        return false;
+}
+
+static void run_for(sd_event *e, unsigned ms) {
+        (void) run_until(e, never, NULL, ms);
+}
+
+typedef struct Running {
+        WriterChild *child;
+        int status;
+} Running;
+
+static bool child_done(void *arg) {
+        Running *r = arg;
+        return writer_exited(r->child, &r->status);
+}
+
+/* Runs the writer while the loop runs; returns the version it printed
+ * ("version X" or "unchanged X"), a new string. */
+static char *write_while_watching(sd_event *e, const char *const *args) {
+        WriterChild c;
+        Running run = {.child = &c, .status = -1};
+        char line[512];
+        const char *v;
+
+        assert_int_equal(writer_spawn(&c, ctx.dir, args), 0);
+        assert_true(run_until(e, child_done, &run, WRITER_WAIT_MS));
+        assert_int_equal(run.status, 0);
+        assert_int_equal(writer_wait_line(&c, "", 1000, line, sizeof line), 1);
+        for (;;) {
+                char next[512];
+                if (writer_next_line(&c, 1000, next, sizeof next) <= 0)
+                        break;
+                memcpy(line, next, sizeof line);
+        }
+        (void) writer_finish(&c, 0);
+        v = startswith(line, "version ");
+        if (!v)
+                v = startswith(line, "unchanged ");
+        assert_non_null(v);
+        return strdup(v);
+}
+
+static void start_watcher(WatchMode mode) {
+        assert_int_equal(watcher_new(event, dir, mode, POLL_USEC, on_change, &ctx, &watcher), 0);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void test_strings(void **state) {
+        for (int m = 0; m < _WATCH_MODE_MAX; m++)
+                assert_int_equal(watch_mode_from_string(watch_mode_to_string(m)), m);
+        for (int r = 0; r < _WATCH_REASON_MAX; r++)
+                assert_int_equal(watch_reason_from_string(watch_reason_to_string(r)), r);
+        assert_string_equal(watch_mode_to_string(WATCH_AUTO), "auto");
+        assert_string_equal(watch_mode_to_string(WATCH_INOTIFY), "inotify");
+        assert_string_equal(watch_mode_to_string(WATCH_POLL), "poll");
+        assert_string_equal(watch_reason_to_string(WATCH_REASON_OVERFLOW), "overflow");
+        assert_string_equal(watch_reason_to_string(WATCH_REASON_RECREATED), "recreated");
+        assert_int_equal(watch_mode_from_string("fanotify"), _WATCH_MODE_INVALID);
+        assert_int_equal(watch_mode_from_string(NULL), _WATCH_MODE_INVALID);
+        assert_null(watch_mode_to_string(_WATCH_MODE_MAX));
+        assert_null(watch_reason_to_string(_WATCH_REASON_INVALID));
+}
+
+static void test_arguments(void **state) {
+        Watcher *sentinel = (Watcher *) 0x1, *w = sentinel;
+        char missing[sizeof dir + 16], file[sizeof dir + 16];
+
+        (void) snprintf(missing, sizeof missing, "%s/missing", dir);
+        (void) snprintf(file, sizeof file, "%s/" K_CONF, dir);
+
+        assert_int_equal(watcher_new(NULL, dir, WATCH_AUTO, POLL_USEC, on_change, &ctx, &w),
+                         -EINVAL);
+        assert_int_equal(watcher_new(event, dir, _WATCH_MODE_MAX, POLL_USEC, on_change, &ctx, &w),
+                         -EINVAL);
+        assert_int_equal(watcher_new(event, dir, WATCH_AUTO, POLL_USEC, NULL, &ctx, &w), -EINVAL);
+        /* the interval limits, crossed on both sides */
+        assert_int_equal(watcher_new(event, dir, WATCH_POLL, WATCHER_MIN_POLL_USEC - 1, on_change,
+                                     &ctx, &w),
+                         -EINVAL);
+        assert_int_equal(watcher_new(event, dir, WATCH_POLL, WATCHER_MAX_POLL_USEC + 1, on_change,
+                                     &ctx, &w),
+                         -EINVAL);
+        /* a directory problem is an error in every mode: polling would not help */
+        for (int m = 0; m < _WATCH_MODE_MAX; m++) {
+                assert_int_equal(watcher_new(event, missing, m, POLL_USEC, on_change, &ctx, &w),
+                                 -ENOENT);
+                assert_int_equal(watcher_new(event, file, m, POLL_USEC, on_change, &ctx, &w),
+                                 -ENOTDIR);
+        }
+        assert_ptr_equal(w, sentinel);
+
+        assert_null(watcher_free(NULL));
+        assert_int_equal(watcher_active_mode(NULL), _WATCH_MODE_INVALID);
+        assert_int_equal(watcher_verify(NULL), -EINVAL);
+}
+
+/* An update, a key added, a key removed: each ends with a read of exactly
+ * what the writer wrote, reported as inotify. */
+static void test_inotify_updates(void **state) {
+        static const struct {
+                const char *what;
+                const char *payload[4];
+                const char *conf;
+                int env_error, extra_error;
+        } steps[] = {
+                {"update", {K_CONF "=" V2_CONF, K_ENV "=" V1_ENV}, V2_CONF, 0, -ENOENT},
+                {"key added",
+                 {K_CONF "=" V2_CONF, K_ENV "=" V1_ENV, K_EXTRA "=" V2_EXTRA},
+                 V2_CONF,
+                 0,
+                 0},
+                {"key removed", {K_CONF "=" V1_CONF, K_EXTRA "=" V2_EXTRA}, V1_CONF, -ENOENT, 0},
+        };
+
+        start_watcher(WATCH_INOTIFY);
+        assert_int_equal(watcher_active_mode(watcher), WATCH_INOTIFY);
+        assert_null(watcher_fallback_reason(watcher));
+        assert_string_equal(watcher_path(watcher), dir);
+
+        /* no call for the initial state */
+        run_for(event, SETTLE_MS);
+        assert_int_equal(ctx.calls, 0);
+
+        for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
+                _cleanup_free_ char *expected = slurp(steps[i].conf), *v = NULL;
+                unsigned before = ctx.calls;
+
+                v = write_while_watching(event, steps[i].payload);
+                run_for(event, SETTLE_MS);
+                print_message("%-11s: %u handler call(s), last read version %s\n",
+                              steps[i].what, ctx.calls - before, ctx.version);
+                assert_true(ctx.calls > before);
+                assert_int_equal(ctx.by_reason[WATCH_REASON_INOTIFY], ctx.calls);
+                assert_int_equal(ctx.last_error, 0);
+                assert_string_equal(ctx.version, v);
+                assert_string_equal(ctx.conf, expected);
+                assert_int_equal(ctx.env_error, steps[i].env_error);
+                assert_int_equal(ctx.extra_error, steps[i].extra_error);
+        }
+}
+
+/* kubelet's periodic sync with nothing new opens and reads every file:
+ * with IN_OPEN/IN_ACCESS/IN_CLOSE_NOWRITE out of the mask, not one call. */
+static void test_noop_sync(void **state) {
+        _cleanup_free_ char *v1 = NULL, *v = NULL;
+
+        start_watcher(WATCH_INOTIFY);
+        v1 = write_while_watching(event, payload_v1);
+        run_for(event, SETTLE_MS);
+        assert_int_equal(ctx.calls, 0);
+
+        /* and three more, back to back */
+        for (int i = 0; i < 3; i++) {
+                v = write_while_watching(event, payload_v1);
+                assert_string_equal(v, v1);
+                free(v);
+                v = NULL;
+        }
+        run_for(event, SETTLE_MS);
+        assert_int_equal(ctx.calls, 0);
+}
+
+/* Writes n versions of enroot.conf under top; returns the source directory. */
+static void make_sources(char *src, size_t size, unsigned n) {
+        static unsigned serial;
+
+        (void) snprintf(src, size, "%s/src%u", top, serial++);
+        assert_int_equal(mkdir(src, 0755), 0);
+        for (unsigned i = 1; i <= n; i++) {
+                char path[PATH_MAX], data[64];
+                FILE *f;
+
+                (void) snprintf(path, sizeof path, "%s/%u", src, i);
+                (void) snprintf(data, sizeof data, "ENROOT_MAX_PROCESSORS=%u\n", i);
+                f = fopen(path, "we");
+                assert_non_null(f);
+                assert_true(fputs(data, f) >= 0);
+                assert_int_equal(fclose(f), 0);
+        }
+}
+
+/* bash loop: n updates, one after the other, as fast as the writer goes. */
+static void spawn_updates(WriterChild *c, const char *src, unsigned n) {
+        char count[16];
+        const char *argv[] = {"bash",
+                              "-c",
+                              "for i in $(seq 1 \"$4\"); do "
+                              "bash \"$1\" \"$2\" enroot.conf=\"$3/$i\" || exit 1; done",
+                              "bash",
+                              WRITER_SCRIPT,
+                              dir,
+                              src,
+                              count,
+                              NULL};
+
+        (void) snprintf(count, sizeof count, "%u", n);
+        assert_int_equal(child_spawn(c, argv), 0);
+}
+
+/* Rapid successive updates: fewer calls than updates, and the last read is
+ * the last version. First with the loop busy elsewhere while they land (the
+ * queue holds every event: one call), then with the loop running alongside. */
+static void test_rapid_updates(void **state) {
+        enum { N = 20 };
+        char src[256], last[PATH_MAX];
+        _cleanup_free_ char *expected = NULL;
+        WriterChild c;
+        Running run = {.child = &c, .status = -1};
+        uint64_t t0;
+
+        make_sources(src, sizeof src, N);
+        (void) snprintf(last, sizeof last, "%s/%u", src, N);
+        expected = slurp(last);
+        start_watcher(WATCH_INOTIFY);
+
+        /* the loop does not run while the updates land */
+        t0 = now_usec(CLOCK_MONOTONIC);
+        spawn_updates(&c, src, N);
+        assert_int_equal(writer_finish(&c, WRITER_WAIT_MS), 0);
+        print_message("%d updates took %.0f ms with the loop not running\n", N,
+                      (double) (now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
+        run_for(event, SETTLE_MS);
+        print_message("  -> %u handler call(s)\n", ctx.calls);
+        assert_int_equal(ctx.calls, 1);
+        assert_string_equal(ctx.conf, expected);
+
+        /* again, with the loop running all along */
+        ctx.calls = 0;
+        {
+                char src2[256];
+                make_sources(src2, sizeof src2, N);
+                (void) snprintf(last, sizeof last, "%s/%u", src2, N);
+                free(expected);
+                expected = slurp(last);
+                t0 = now_usec(CLOCK_MONOTONIC);
+                spawn_updates(&c, src2, N);
+        }
+        assert_true(run_until(event, child_done, &run, WRITER_WAIT_MS));
+        assert_int_equal(run.status, 0);
+        (void) writer_finish(&c, 0);
+        print_message("%d updates took %.0f ms with the loop running\n", N,
+                      (double) (now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
+        run_for(event, SETTLE_MS);
+        print_message("  -> %u handler call(s)\n", ctx.calls);
+        assert_true(ctx.calls >= 1);
+        assert_true(ctx.calls < N);
+        assert_string_equal(ctx.conf, expected);
+}
+
+typedef struct LatencyRun {
+        WriterChild *child;
+        bool paused;
+        double rename_start, rename_done; /* the writer's CLOCK_REALTIME, seconds */
+        const char *old_version;
+} LatencyRun;
+
+static bool saw_flip(void *arg) {
+        LatencyRun *l = arg;
+        char line[512];
+
+        while (writer_next_line(l->child, 0, line, sizeof line) > 0) {
+                const char *t;
+                if ((t = startswith(line, "step rename-start ")))
+                        l->rename_start = strtod(t, NULL);
+                else if ((t = startswith(line, "step rename ")))
+                        l->rename_done = strtod(t, NULL);
+                else if (streq(line, "paused rename"))
+                        l->paused = true;
+        }
+        return l->paused && ctx.version && !streq(ctx.version, l->old_version);
+}
+
+static uint64_t ctime_usec(const char *path) {
+        struct stat st;
+        assert_int_equal(lstat(path, &st), 0);
+        return (uint64_t) st.st_ctim.tv_sec * 1000000u + (uint64_t) st.st_ctim.tv_nsec / 1000u;
+}
+
+/* From kubelet's ..data flip to the handler's read: milliseconds. The
+ * writer pauses right after the rename, so nothing later muddles the
+ * measure. The rename's own time is ..data's ctime (the kernel sets it
+ * in rename(2), from its coarse clock: at most a tick early, so the figure
+ * is an upper bound). */
+static void test_latency(void **state) {
+        const char *args[] = {"--trace", "--pause-after", "rename", "60", K_CONF "=" V2_CONF,
+                              K_ENV "=" V1_ENV, NULL};
+        _cleanup_free_ char *v1 = NULL;
+        char data_link[sizeof dir + 16];
+        WriterChild c;
+        LatencyRun l = {.child = &c};
+        double from_ctime_ms, from_start_ms, from_done_ms;
+
+        start_watcher(WATCH_INOTIFY);
+        {
+                char *v = NULL;
+                _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                assert_int_equal(volume_read_version(fd, &v), 0);
+                v1 = v;
+        }
+        l.old_version = v1;
+        (void) snprintf(data_link, sizeof data_link, "%s/..data", dir);
+
+        assert_int_equal(writer_spawn(&c, dir, args), 0);
+        assert_true(run_until(event, saw_flip, &l, WRITER_WAIT_MS));
+
+        from_ctime_ms = (double) (ctx.new_version_usec - ctime_usec(data_link)) / 1000.0;
+        from_start_ms = (double) ctx.new_version_usec / 1000.0 - l.rename_start * 1000.0;
+        from_done_ms = (double) ctx.new_version_usec / 1000.0 - l.rename_done * 1000.0;
+        print_message("..data flip -> handler read the new version: %.1f ms after the rename "
+                      "(..data ctime); %.1f ms after mv(1) was started, %.1f ms after it "
+                      "returned; settle time %u ms\n",
+                      from_ctime_ms, from_start_ms, from_done_ms, WATCHER_SETTLE_USEC / 1000);
+        assert_int_equal(ctx.last_reason, WATCH_REASON_INOTIFY);
+        assert_true(from_ctime_ms >= 0);
+        /* the settle time plus scheduling: a tenth of a second is generous */
+        assert_true(from_ctime_ms < 100.0);
+
+        assert_int_equal(writer_resume(&c), 0);
+        assert_int_equal(writer_finish(&c, WRITER_WAIT_MS), 0);
+}
+
+/* Idle means idle: in inotify mode nothing wakes the loop, even while
+ * kubelet's no-op sync reads every file. Poll mode, for contrast, does. */
+static void test_idle_no_wakeups(void **state) {
+        uint64_t it0, it1, t0, elapsed;
+        WriterChild c;
+        char line[512];
+        int r;
+
+        start_watcher(WATCH_INOTIFY);
+        run_for(event, SETTLE_MS);
+
+        /* a no-op sync runs meanwhile */
+        assert_int_equal(writer_spawn(&c, dir, payload_v1), 0);
+        assert_int_equal(sd_event_get_iteration(event, &it0), 0);
+        t0 = now_usec(CLOCK_MONOTONIC);
+        r = sd_event_run(event, 1500 * 1000);
+        elapsed = now_usec(CLOCK_MONOTONIC) - t0;
+        assert_int_equal(sd_event_get_iteration(event, &it1), 0);
+        assert_int_equal(writer_wait_line(&c, "unchanged ", WRITER_WAIT_MS, line, sizeof line), 1);
+        assert_int_equal(writer_finish(&c, WRITER_WAIT_MS), 0);
+        print_message("inotify mode, idle 1.5 s with a no-op sync: sd_event_run() returned %d "
+                      "after %.0f ms, %" PRIu64 " iteration(s), %u handler call(s)\n",
+                      r, (double) elapsed / 1000.0, it1 - it0, ctx.calls);
+        assert_int_equal(r, 0); /* nothing dispatched: it timed out */
+        assert_true(elapsed >= 1500 * 1000);
+        assert_int_equal(it1 - it0, 1);
+        assert_int_equal(ctx.calls, 0);
+
+        /* contrast: polling wakes up every interval */
+        watcher = watcher_free(watcher);
+        start_watcher(WATCH_POLL);
+        assert_int_equal(sd_event_get_iteration(event, &it0), 0);
+        t0 = now_usec(CLOCK_MONOTONIC);
+        r = sd_event_run(event, 1500 * 1000);
+        elapsed = now_usec(CLOCK_MONOTONIC) - t0;
+        print_message("poll mode (%u ms): sd_event_run() returned %d after %.0f ms\n",
+                      POLL_USEC / 1000, r, (double) elapsed / 1000.0);
+        assert_int_equal(r, 1);
+        assert_true(elapsed < 1000 * 1000);
+        assert_int_equal(ctx.calls, 0); /* woke up, saw nothing new */
+}
+
+static long read_sysctl(const char *path) {
+        _cleanup_free_ char *data = NULL;
+        size_t len;
+
+        if (read_file_at(AT_FDCWD, path, 0, 64, &data, &len) < 0)
+                return -1;
+        return strtol(data, NULL, 10);
+}
+
+/* More events than the queue holds, queued while the loop is not running:
+ * one call, reason overflow, and the watch keeps working. */
+static void test_overflow(void **state) {
+        long max = read_sysctl("/proc/sys/fs/inotify/max_queued_events");
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *v = NULL;
+        long pairs;
+
+        if (max <= 0 || max > 1000000) {
+                print_message("SKIP: fs.inotify.max_queued_events is %ld: too many events to "
+                              "overflow it here\n",
+                              max);
+                skip();
+        }
+
+        start_watcher(WATCH_INOTIFY);
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+
+        /* create+close+unlink: 3 events each (IN_CREATE, IN_CLOSE_WRITE,
+         * IN_DELETE), never merged since consecutive events differ */
+        pairs = max / 3 + 100;
+        for (long i = 0; i < pairs; i++) {
+                char name[32];
+                int f;
+
+                (void) snprintf(name, sizeof name, "f%ld", i);
+                f = openat(fd, name, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                assert_true(f >= 0);
+                assert_int_equal(close(f), 0);
+                assert_int_equal(unlinkat(fd, name, 0), 0);
+        }
+        print_message("%ld events queued against a queue of %ld\n", pairs * 3, max);
+
+        run_for(event, SETTLE_MS);
+        assert_int_equal(ctx.calls, 1);
+        assert_int_equal(ctx.last_reason, WATCH_REASON_OVERFLOW);
+        assert_int_equal(ctx.by_reason[WATCH_REASON_OVERFLOW], 1);
+        assert_int_equal(ctx.last_error, 0);
+
+        /* still watching */
+        {
+                const char *p[] = {K_CONF "=" V2_CONF, NULL};
+                v = write_while_watching(event, p);
+        }
+        run_for(event, SETTLE_MS);
+        assert_true(ctx.calls > 1);
+        assert_int_equal(ctx.last_reason, WATCH_REASON_INOTIFY);
+        assert_string_equal(ctx.version, v);
+}
+
+static bool called_with(void *arg) {
+        const WatchReason *r = arg;
+        return ctx.calls > 0 && ctx.last_reason == *r;
+}
+
+static bool reads_version(void *arg) {
+        return streq_ptr(ctx.version, arg);
+}
+
+/* The directory deleted, then made again; then moved away and back. */
+static void test_recreated(void **state) {
+        WatchReason recreated = WATCH_REASON_RECREATED;
+        const char *p2[] = {K_CONF "=" V2_CONF, NULL};
+        const char *p3[] = {K_CONF "=" V1_CONF, K_EXTRA "=" V2_EXTRA, NULL};
+        char moved[sizeof dir + 16], cmd[sizeof dir + 32];
+        _cleanup_free_ char *v2 = NULL, *v3 = NULL, *v4 = NULL;
+        unsigned before;
+
+        start_watcher(WATCH_INOTIFY);
+
+        (void) snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
+        assert_true(run_until(event, called_with, &recreated, 5000));
+        print_message("deleted: call %u, reason %s, read: %s\n", ctx.calls,
+                      watch_reason_to_string(ctx.last_reason), strerror(-ctx.last_error));
+        assert_int_equal(ctx.last_error, -ENOENT);
+
+        /* nobody home: the watcher looks every poll interval */
+        run_for(event, 3 * POLL_USEC / 1000);
+        before = ctx.calls;
+
+        assert_int_equal(mkdir(dir, 0755), 0);
+        v2 = write_while_watching(event, p2);
+        assert_true(run_until(event, reads_version, v2, 5000));
+        run_for(event, SETTLE_MS);
+        print_message("recreated: %u call(s) since, reasons recreated %u, inotify %u\n",
+                      ctx.calls - before, ctx.by_reason[WATCH_REASON_RECREATED],
+                      ctx.by_reason[WATCH_REASON_INOTIFY]);
+        assert_true(ctx.by_reason[WATCH_REASON_RECREATED] >= 2);
+        assert_int_equal(watcher_active_mode(watcher), WATCH_INOTIFY);
+
+        /* watching the new directory */
+        before = ctx.calls;
+        v3 = write_while_watching(event, p3);
+        run_for(event, SETTLE_MS);
+        assert_true(ctx.calls > before);
+        assert_int_equal(ctx.last_reason, WATCH_REASON_INOTIFY);
+        assert_string_equal(ctx.version, v3);
+
+        /* moved away: the watch must not follow it */
+        (void) snprintf(moved, sizeof moved, "%s.moved", dir);
+        assert_int_equal(rename(dir, moved), 0);
+        assert_true(run_until(event, called_with, &recreated, 5000));
+        run_for(event, SETTLE_MS);
+        before = ctx.calls;
+        ctx.dir = moved;
+        v4 = write_while_watching(event, payload_v1);
+        ctx.dir = dir;
+        run_for(event, SETTLE_MS);
+        assert_int_equal(ctx.calls, before);
+
+        /* and back */
+        assert_int_equal(rename(moved, dir), 0);
+        assert_true(run_until(event, reads_version, v4, 5000));
+        assert_int_equal(ctx.last_reason, WATCH_REASON_RECREATED);
+        assert_int_equal(watcher_active_mode(watcher), WATCH_INOTIFY);
+}
+
+static bool calls_above(void *arg) {
+        return ctx.calls > *(unsigned *) arg;
+}
+
+/* Poll mode, asked for: sees an update, a key added, nothing for a no-op,
+ * and the directory going and coming back. */
+static void test_poll_mode(void **state) {
+        const char *p2[] = {K_CONF "=" V2_CONF, K_ENV "=" V1_ENV, NULL};
+        const char *p3[] = {K_CONF "=" V2_CONF, K_ENV "=" V1_ENV, K_EXTRA "=" V2_EXTRA, NULL};
+        WatchReason recreated = WATCH_REASON_RECREATED;
+        _cleanup_free_ char *v2 = NULL, *v3 = NULL, *v = NULL;
+        char cmd[sizeof dir + 32];
+        unsigned before;
+
+        start_watcher(WATCH_POLL);
+        assert_int_equal(watcher_active_mode(watcher), WATCH_POLL);
+        /* asked for, not a fallback */
+        assert_null(watcher_fallback_reason(watcher));
+        assert_int_equal(watcher_verify(watcher), 0);
+
+        v2 = write_while_watching(event, p2);
+        assert_true(run_until(event, reads_version, v2, 5000));
+        assert_int_equal(ctx.last_reason, WATCH_REASON_POLL);
+
+        before = ctx.calls;
+        v3 = write_while_watching(event, p3);
+        assert_true(run_until(event, reads_version, v3, 5000));
+        assert_int_equal(ctx.extra_error, 0);
+
+        run_for(event, 3 * POLL_USEC / 1000);
+        before = ctx.calls;
+        v = write_while_watching(event, p3);
+        assert_string_equal(v, v3);
+        run_for(event, 5 * POLL_USEC / 1000);
+        assert_int_equal(ctx.calls, before);
+
+        (void) snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
+        assert_true(run_until(event, called_with, &recreated, 5000));
+        assert_int_equal(ctx.last_error, -ENOENT);
+        before = ctx.calls;
+        assert_int_equal(mkdir(dir, 0755), 0);
+        assert_true(run_until(event, calls_above, &before, 5000));
+        assert_int_equal(ctx.last_reason, WATCH_REASON_RECREATED);
+        print_message("poll mode: %u calls in all: poll %u, recreated %u\n", ctx.calls,
+                      ctx.by_reason[WATCH_REASON_POLL], ctx.by_reason[WATCH_REASON_RECREATED]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fallback, for real: inotify limits lowered to 0 in a child's own user
+ * namespace (fs.inotify.max_user_* are per user namespace there, as
+ * /proc/sys/user/max_inotify_*), so nothing outside the child is touched. */
+
+typedef struct ChildResult {
+        int skip_errno;    /* the child could not set the scene: skip */
+        char skip_what[64];
+        int auto_r, auto_mode;
+        char reason[512];
+        int inotify_r;
+        unsigned calls;
+        int last_reason;
+        bool read_update;
+        int verify[4];
+} ChildResult;
+
+static int write_proc(const char *path, const char *value) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (write(fd, value, strlen(value)) != (ssize_t) strlen(value))
+                return -errno;
+        return 0;
+}
+
+static bool enter_user_namespace(ChildResult *res) {
+        static const struct {
+                const char *path, *value;
+        } steps[] = {
+                {"/proc/self/setgroups", "deny"},
+                {"/proc/self/uid_map", "0 0 1"},
+                {"/proc/self/gid_map", "0 0 1"},
+        };
+        int r;
+
+        if (unshare(CLONE_NEWUSER) < 0) {
+                res->skip_errno = errno;
+                (void) snprintf(res->skip_what, sizeof res->skip_what, "unshare(CLONE_NEWUSER)");
+                return false;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
+                r = write_proc(steps[i].path, steps[i].value);
+                if (r < 0) {
+                        res->skip_errno = -r;
+                        (void) snprintf(res->skip_what, sizeof res->skip_what, "writing %s",
+                                        steps[i].path);
+                        return false;
+                }
+        }
+        return true;
+}
+
+static void run_in_child(void (*fn)(ChildResult *), ChildResult *ret) {
+        ChildResult res = {};
+        int p[2], status;
+        pid_t pid;
+
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                fn(&res);
+                _exit(write(p[1], &res, sizeof res) == sizeof res ? 0 : 1);
+        }
+        (void) close(p[1]);
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        assert_int_equal(read(p[0], &res, sizeof res), (ssize_t) sizeof res);
+        (void) close(p[0]);
+        *ret = res;
+}
+
+static bool child_writer_done(void *arg) {
+        return child_done(arg);
+}
+
+/* In the child: an auto watcher must poll and still see an update. */
+static void exercise_fallback(ChildResult *res, const char *sysctl_path) {
+        const char *p2[] = {K_CONF "=" V2_CONF, NULL};
+        sd_event *e = NULL;
+        Watcher *w = NULL;
+        WriterChild c;
+        Running run = {.child = &c, .status = -1};
+        int r;
+
+        if (!enter_user_namespace(res))
+                return;
+        r = write_proc(sysctl_path, "0");
+        if (r < 0) {
+                res->skip_errno = -r;
+                (void) snprintf(res->skip_what, sizeof res->skip_what, "writing %s", sysctl_path);
+                return;
+        }
+        /* sd-event objects do not survive fork(): a new loop */
+        if (sd_event_new(&e) < 0)
+                _exit(2);
+
+        res->inotify_r = watcher_new(e, dir, WATCH_INOTIFY, POLL_USEC, on_change, &ctx, &w);
+        w = watcher_free(w);
+        res->auto_r = watcher_new(e, dir, WATCH_AUTO, POLL_USEC, on_change, &ctx, &w);
+        if (res->auto_r < 0)
+                return;
+        res->auto_mode = watcher_active_mode(w);
+        if (watcher_fallback_reason(w))
+                (void) snprintf(res->reason, sizeof res->reason, "%s",
+                                watcher_fallback_reason(w));
+
+        if (writer_spawn(&c, dir, p2) < 0)
+                _exit(3);
+        uint64_t end = now_usec(CLOCK_MONOTONIC) + WRITER_WAIT_MS * 1000ull;
+        while (!child_writer_done(&run) && now_usec(CLOCK_MONOTONIC) < end)
+                (void) sd_event_run(e, 50 * 1000);
+        (void) writer_finish(&c, 0);
+        end = now_usec(CLOCK_MONOTONIC) + 3 * POLL_USEC;
+        while (now_usec(CLOCK_MONOTONIC) < end)
+                (void) sd_event_run(e, 50 * 1000);
+
+        res->calls = ctx.calls;
+        res->last_reason = ctx.last_reason;
+        {
+                _cleanup_free_ char *expected = NULL;
+                char *data = NULL;
+                size_t len;
+                if (read_file_at(AT_FDCWD, V2_CONF, 0, MAX_BYTES, &data, &len) == 0)
+                        expected = data;
+                res->read_update = expected && streq_ptr(ctx.conf, expected);
+        }
+        watcher_free(w);
+        sd_event_unref(e);
+}
+
+static void no_instances(ChildResult *res) {
+        exercise_fallback(res, "/proc/sys/user/max_inotify_instances");
+}
+
+static void no_watches(ChildResult *res) {
+        exercise_fallback(res, "/proc/sys/user/max_inotify_watches");
+}
+
+static void test_fallback(void **state) {
+        static const struct {
+                const char *what;
+                void (*fn)(ChildResult *);
+                int inotify_error;
+                const char *reason_mentions;
+        } cases[] = {
+                {"no inotify instances left", no_instances, -EMFILE, "max_user_instances"},
+                {"no inotify watches left", no_watches, -ENOSPC, "max_user_watches"},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                ChildResult res;
+
+                run_in_child(cases[i].fn, &res);
+                if (res.skip_errno) {
+                        print_message("SKIP: %s failed: %s: inotify limits cannot be lowered "
+                                      "for a child here\n",
+                                      res.skip_what, strerror(res.skip_errno));
+                        skip();
+                }
+                print_message("%s: --watch inotify fails with %s; auto polls: \"%s\"; update "
+                              "seen by %u call(s), last reason %s\n",
+                              cases[i].what, strerror(-res.inotify_r), res.reason, res.calls,
+                              watch_reason_to_string(res.last_reason));
+                assert_int_equal(res.inotify_r, cases[i].inotify_error);
+                assert_int_equal(res.auto_r, 0);
+                assert_int_equal(res.auto_mode, WATCH_POLL);
+                assert_non_null(strstr(res.reason, cases[i].reason_mentions));
+                assert_true(res.calls >= 1);
+                assert_int_equal(res.last_reason, WATCH_REASON_POLL);
+                assert_true(res.read_update);
+        }
+}
+
+/* A change that raises no inotify event: a filesystem mounted over the
+ * directory (what a volume remount looks like, and what a virtio-fs or 9p
+ * share does all the time). watcher_verify() catches it: auto mode falls
+ * back to polling, inotify mode reports it and stays. Mounts happen in a
+ * child's private mount namespace. */
+static void verify_scene(ChildResult *res) {
+        const char *p2[] = {K_CONF "=" V2_CONF, NULL};
+        sd_event *e = NULL;
+        Watcher *w_auto = NULL, *w_inotify = NULL, *w_poll = NULL;
+        Ctx c_poll = {.dir = dir};
+        WriterChild c;
+        Running run = {.child = &c, .status = -1};
+        unsigned calls;
+        uint64_t end;
+
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+                res->skip_errno = errno;
+                (void) snprintf(res->skip_what, sizeof res->skip_what,
+                                "a private mount namespace");
+                return;
+        }
+        if (sd_event_new(&e) < 0 ||
+            watcher_new(e, dir, WATCH_AUTO, POLL_USEC, on_change, &ctx, &w_auto) < 0 ||
+            watcher_new(e, dir, WATCH_INOTIFY, POLL_USEC, on_change, &ctx, &w_inotify) < 0 ||
+            watcher_new(e, dir, WATCH_POLL, POLL_USEC, on_change, &c_poll, &w_poll) < 0)
+                _exit(2);
+
+        /* a reported update is not a miss */
+        if (writer_spawn(&c, dir, p2) < 0)
+                _exit(3);
+        end = now_usec(CLOCK_MONOTONIC) + WRITER_WAIT_MS * 1000ull;
+        while (!child_writer_done(&run) && now_usec(CLOCK_MONOTONIC) < end)
+                (void) sd_event_run(e, 50 * 1000);
+        (void) writer_finish(&c, 0);
+        res->verify[0] = watcher_verify(w_auto);
+        end = now_usec(CLOCK_MONOTONIC) + SETTLE_MS * 1000ull;
+        while (now_usec(CLOCK_MONOTONIC) < end)
+                (void) sd_event_run(e, 50 * 1000);
+        res->verify[1] = watcher_verify(w_auto);
+
+        /* a mount over the directory: no event */
+        if (mount("tmpfs", dir, "tmpfs", 0, "size=1m") < 0) {
+                res->skip_errno = errno;
+                (void) snprintf(res->skip_what, sizeof res->skip_what, "mounting a tmpfs");
+                return;
+        }
+        calls = ctx.calls;
+        res->verify[2] = watcher_verify(w_auto);
+        res->auto_mode = watcher_active_mode(w_auto);
+        if (watcher_fallback_reason(w_auto))
+                (void) snprintf(res->reason, sizeof res->reason, "%s",
+                                watcher_fallback_reason(w_auto));
+        res->verify[3] = watcher_verify(w_inotify);
+        res->inotify_r = watcher_active_mode(w_inotify);
+        /* verify() never calls the handler itself */
+        res->calls = ctx.calls - calls;
+        res->auto_r = watcher_verify(w_poll);
+
+        /* the fallback then sees what happens on the new filesystem */
+        if (writer_spawn(&c, dir, payload_v1) < 0)
+                _exit(3);
+        run.status = -1;
+        end = now_usec(CLOCK_MONOTONIC) + WRITER_WAIT_MS * 1000ull;
+        while (!child_writer_done(&run) && now_usec(CLOCK_MONOTONIC) < end)
+                (void) sd_event_run(e, 50 * 1000);
+        (void) writer_finish(&c, 0);
+        calls = ctx.calls;
+        end = now_usec(CLOCK_MONOTONIC) + 3 * POLL_USEC;
+        while (now_usec(CLOCK_MONOTONIC) < end)
+                (void) sd_event_run(e, 50 * 1000);
+        res->last_reason = ctx.last_reason;
+        res->read_update = ctx.calls > calls && ctx.last_error == 0 && ctx.env_error == 0;
+
+        watcher_free(w_auto);
+        watcher_free(w_inotify);
+        watcher_free(w_poll);
+        ctx_reset(&c_poll, NULL);
+        (void) umount2(dir, MNT_DETACH);
+        sd_event_unref(e);
+}
+
+static void test_verify_missed_change(void **state) {
+        ChildResult res;
+
+        run_in_child(verify_scene, &res);
+        if (res.skip_errno) {
+                print_message("SKIP: %s failed: %s: cannot stage a change inotify misses\n",
+                              res.skip_what, strerror(res.skip_errno));
+                skip();
+        }
+        print_message("verify after a reported update: %d, %d; after a mount over the "
+                      "directory: auto %d (now %s: \"%s\"), inotify %d; poll %d\n",
+                      res.verify[0], res.verify[1], res.verify[2],
+                      watch_mode_to_string(res.auto_mode), res.reason, res.verify[3],
+                      res.auto_r);
+        assert_int_equal(res.verify[0], 0);
+        assert_int_equal(res.verify[1], 0);
+        assert_int_equal(res.verify[2], 1);
+        assert_int_equal(res.auto_mode, WATCH_POLL);
+        assert_non_null(strstr(res.reason, "without an inotify event"));
+        assert_int_equal(res.verify[3], 1);
+        assert_int_equal(res.inotify_r, WATCH_INOTIFY); /* asked for inotify: stays */
+        assert_int_equal(res.calls, 0);
+        assert_int_equal(res.auto_r, 0); /* poll mode: nothing to verify */
+        assert_true(res.read_update);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_strings),
+                cmocka_unit_test_setup_teardown(test_arguments, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_inotify_updates, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_noop_sync, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_rapid_updates, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_latency, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_idle_no_wakeups, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_overflow, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_recreated, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_poll_mode, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fallback, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_verify_missed_change, setup, teardown),
+        };
+
+        return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
