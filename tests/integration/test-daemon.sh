@@ -1,2 +1,269 @@
 #!/bin/bash
-exit 77
+# SPDX-License-Identifier: Apache-2.0
+# The daemon end to end: the real binary against a kubelet-style atomic
+# writer, real inotify, real sockets, a bind mount standing for a subPath
+# mount, and a target process in its own mount namespace.
+. "$(dirname "$0")/lib.sh"
+command -v curl >/dev/null || skip "curl is not installed (scripts/setup-deps.sh installs it)"
+command -v jq >/dev/null || skip "jq is not installed (scripts/setup-deps.sh installs it)"
+WRITER="$TOP_SRCDIR/tests/tools/atomic-writer.sh"
+SECRET=s3cr3t-value-never-shown
+
+cm=$WORK/cm
+root=$WORK/root
+mkdir -p "$cm" "$root/etc/enroot/environ.d" "$WORK/src"
+
+# publish FILE-CONTENT ENV-CONTENT: one kubelet update of the ConfigMap
+publish() {
+        printf '%b' "$1" >"$WORK/src/enroot.conf"
+        printf '%b' "$2" >"$WORK/src/99-aicr-defaults.env"
+        bash "$WRITER" "$cm" enroot.conf="$WORK/src/enroot.conf" \
+                99-aicr-defaults.env="$WORK/src/99-aicr-defaults.env" >/dev/null
+}
+
+AGENT_PID=
+# start_agent LOG ARGS...: starts the daemon on a kernel-chosen port, sets PORT
+start_agent() {
+        local log=$1
+        shift
+        "$AGENT" --listen 127.0.0.1:0 --log-level debug "$@" >"$log" 2>&1 &
+        AGENT_PID=$!
+        for _ in $(seq 1 100); do
+                PORT=$(sed -n 's/.*Serving .* on 127\.0\.0\.1:\([0-9]*\)\..*/\1/p' "$log")
+                [ -n "$PORT" ] && break
+                kill -0 "$AGENT_PID" 2>/dev/null || break
+                sleep 0.05
+        done
+        [ -n "${PORT:-}" ] || { cat "$log" >&2; fail "the agent did not start: $*"; return 1; }
+        wait_for 5 "$AGENT" --check --listen "127.0.0.1:$PORT"
+}
+stop_agent() {
+        [ -n "$AGENT_PID" ] || return 0
+        kill -TERM "$AGENT_PID" 2>/dev/null || true
+        wait "$AGENT_PID" 2>/dev/null || true
+        AGENT_PID=
+}
+trap 'stop_agent; rm -rf "$WORK"' EXIT
+
+# wait_for SECONDS CMD...: until CMD succeeds
+wait_for() {
+        local limit=$1 i
+        shift
+        for i in $(seq 1 $((limit * 50))); do
+                "$@" >/dev/null 2>&1 && return 0
+                sleep 0.02
+        done
+        return 1
+}
+metric() { curl -sf "http://127.0.0.1:$PORT/metrics" | grep -v '^#' | grep -F -- "$1" | head -1 | awk '{print $NF}'; }
+metric_is() { [ "$(metric "$1")" = "$2" ]; }
+expect_metric() {
+        if wait_for 3 metric_is "$1" "$2"; then pass; else
+                fail "$1 is '$(metric "$1")', expected $2"
+        fi
+}
+status() { curl -sf "http://127.0.0.1:$PORT/status"; }
+
+# --- the running files equal the ConfigMap: current -------------------------
+publish 'ENROOT_MOUNT_HOME=yes\nENROOT_REMAP_ROOT=yes\n' 'NCCL_DEBUG=WARN\n'
+cp "$WORK/src/enroot.conf" "$root/etc/enroot/enroot.conf"
+cp "$WORK/src/99-aicr-defaults.env" "$root/etc/enroot/environ.d/99-aicr-defaults.env"
+
+expect_status 0 "$AGENT" --check-config --desired-dir "$cm" --running-root "$root"
+expect_status 2 "$AGENT" --check-config --running-root "$root"
+grep -q -- '--desired-dir is required' "$WORK/err" && pass || fail "--check-config without --desired-dir"
+expect_status 2 "$AGENT" --resync-interval 0 --desired-dir "$cm"
+grep -q -- '--resync-interval: "0"' "$WORK/err" && pass || fail "option error does not name the option"
+
+start_agent "$WORK/agent.log" --desired-dir "$cm" --running-root "$root" || { finish; exit 1; }
+expect_metric 'aicr_enroot_config_current ' 1
+expect_metric 'aicr_enroot_agent_watch_mode{mode="inotify"}' 1
+expect_status 0 "$AGENT" --check --listen "127.0.0.1:$PORT"
+grep -q '^ready: pod current' "$WORK/out" && pass || fail "--check line: $(cat "$WORK/out")"
+expect_status 0 "$AGENT" --check --require-current --listen "127.0.0.1:$PORT"
+
+if [ -n "${PROMTOOL:-}" ] || command -v promtool >/dev/null; then
+        curl -sf "http://127.0.0.1:$PORT/metrics" >"$WORK/metrics"
+        if "${PROMTOOL:-promtool}" check metrics <"$WORK/metrics" >"$WORK/promtool" 2>&1; then pass; else
+                fail "promtool check metrics: $(cat "$WORK/promtool")"
+        fi
+        [ ! -s "$WORK/promtool" ] && pass || fail "promtool lint findings: $(cat "$WORK/promtool")"
+else
+        fail "promtool is not installed (scripts/setup-deps.sh installs prometheus)"
+fi
+curl -sI "http://127.0.0.1:$PORT/metrics" | grep -qi '^content-type: text/plain; version=0.0.4; charset=utf-8' &&
+        pass || fail "metrics content type"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/nope")" = 404 ] && pass || fail "404"
+[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/metrics")" = 405 ] && pass ||
+        fail "405"
+[ "$(curl -s "http://127.0.0.1:$PORT/healthz")" = ok ] && pass || fail "/healthz"
+
+# --- the ConfigMap changes: drift within milliseconds of the flip ------------
+publish "ENROOT_MOUNT_HOME=no\nENROOT_REMAP_ROOT=yes\nhttps_proxy=http://u:$SECRET@p\n" 'NCCL_DEBUG=WARN\n'
+expect_metric 'aicr_enroot_config_drift{file="enroot.conf"}' 1
+expect_metric 'aicr_enroot_config_current ' 0
+expect_metric 'aicr_enroot_config_key_drift{file="enroot.conf",key="ENROOT_MOUNT_HOME",change="changed"}' 1
+expect_metric 'aicr_enroot_config_key_drift{file="enroot.conf",key="https_proxy",change="added"}' 1
+expect_metric 'aicr_enroot_config_drift{file="99-aicr-defaults.env"}' 0
+[ "$(status | jq -r '.pod')" = drifted ] && pass || fail "/status pod"
+[ "$(status | jq -r '.files[0].changes | map(.key) | join(",")')" = "ENROOT_MOUNT_HOME,https_proxy" ] &&
+        pass || fail "/status changes: $(status)"
+expect_status 0 "$AGENT" --check --listen "127.0.0.1:$PORT"
+grep -q 'drifted' "$WORK/out" && pass || fail "--check does not say drifted"
+expect_status 1 "$AGENT" --check --require-current --listen "127.0.0.1:$PORT"
+wait_for 2 grep -q 'enroot.conf: drifted; 1 added: https_proxy; 1 changed: ENROOT_MOUNT_HOME, since' \
+        "$WORK/agent.log" && pass || fail "no drift log line: $(tail -5 "$WORK/agent.log")"
+
+# --- environ.d: key added, key removed ---------------------------------------
+publish "ENROOT_MOUNT_HOME=no\nENROOT_REMAP_ROOT=yes\nhttps_proxy=http://u:$SECRET@p\n" \
+        'NCCL_DEBUG=INFO\nNCCL_DEBUG_SUBSYS=INIT\n'
+expect_metric 'aicr_enroot_config_key_drift{file="99-aicr-defaults.env",key="NCCL_DEBUG_SUBSYS",change="added"}' 1
+publish "ENROOT_REMAP_ROOT=yes\n" ''
+expect_metric 'aicr_enroot_config_key_drift{file="99-aicr-defaults.env",key="NCCL_DEBUG",change="removed"}' 1
+expect_metric 'aicr_enroot_config_key_drift{file="enroot.conf",key="ENROOT_MOUNT_HOME",change="removed"}' 1
+
+# --- back to the running content, but cosmetic: current again ----------------
+publish '# managed by AICR\nENROOT_REMAP_ROOT y\nENROOT_MOUNT_HOME = "yes"\n' 'NCCL_DEBUG="WARN"\n'
+expect_metric 'aicr_enroot_config_current ' 1
+expect_metric 'aicr_enroot_config_state{file="enroot.conf",state="cosmetic"}' 1
+
+# --- a no-op sync changes nothing and logs nothing ---------------------------
+lines=$(wc -l <"$WORK/agent.log")
+before=$(grep -c ': current\|: cosmetic\|: drifted' "$WORK/agent.log")
+publish '# managed by AICR\nENROOT_REMAP_ROOT y\nENROOT_MOUNT_HOME = "yes"\n' 'NCCL_DEBUG="WARN"\n'
+sleep 0.3
+[ "$(grep -c ': current\|: cosmetic\|: drifted' "$WORK/agent.log")" = "$before" ] && pass ||
+        fail "a no-op sync logged a state change: $(tail -n +"$lines" "$WORK/agent.log")"
+
+# --- rapid successive updates: the last one wins -----------------------------
+for i in $(seq 1 20); do
+        publish "ENROOT_MOUNT_HOME=yes\nENROOT_REMAP_ROOT=yes\nENROOT_MAX_PROCESSORS=$i\n" 'NCCL_DEBUG=WARN\n'
+done
+expect_metric 'aicr_enroot_config_key_drift{file="enroot.conf",key="ENROOT_MAX_PROCESSORS",change="added"}' 1
+want=$(sha256sum "$WORK/src/enroot.conf" | cut -d' ' -f1)
+wait_for 3 sh -c "curl -sf http://127.0.0.1:$PORT/metrics | grep -q 'side=\"desired\",sha256=\"$want\"'" &&
+        pass || fail "after 20 updates the desired hash is not the last one"
+
+# --- SIGHUP evaluates now; values never reach logs or metrics -----------------
+before=$(metric 'aicr_enroot_agent_evaluations_total{trigger="signal"}')
+kill -HUP "$AGENT_PID"
+expect_metric 'aicr_enroot_agent_evaluations_total{trigger="signal"}' $((before + 1))
+if grep -q "$SECRET" "$WORK/agent.log" || curl -sf "http://127.0.0.1:$PORT/metrics" | grep -q "$SECRET" ||
+        status | grep -q "$SECRET"; then
+        fail "a configuration value leaked into logs, metrics or /status"
+else
+        pass
+fi
+
+# --- the port is taken: a clear message naming it and node_exporter ----------
+expect_status 1 "$AGENT" --desired-dir "$cm" --running-root "$root" --listen "127.0.0.1:$PORT"
+grep -q "port $PORT is already in use" "$WORK/err" && pass || fail "port-in-use message: $(cat "$WORK/err")"
+# on 9100, the default, the message names node_exporter, its usual owner
+if "$AGENT" --desired-dir "$cm" --running-root "$root" --listen 127.0.0.1:9100 >"$WORK/a9100" 2>&1 &
+        a9100=$!
+        wait_for 3 grep -q Serving "$WORK/a9100"; then
+        expect_status 1 "$AGENT" --desired-dir "$cm" --running-root "$root" --listen 127.0.0.1:9100
+        grep -q "port 9100 is already in use (node_exporter owns 9100 on many nodes)" "$WORK/err" &&
+                pass || fail "9100 message: $(cat "$WORK/err")"
+fi
+kill "$a9100" 2>/dev/null || true
+wait "$a9100" 2>/dev/null || true
+
+# --- SIGTERM: exit 0, promptly -----------------------------------------------
+start=$(date +%s%N)
+kill -TERM "$AGENT_PID"
+rc=0
+wait "$AGENT_PID" || rc=$?
+AGENT_PID=
+elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+[ "$rc" = 0 ] && pass || fail "SIGTERM exit status $rc"
+[ "$elapsed_ms" -lt 1000 ] && pass || fail "SIGTERM took ${elapsed_ms} ms"
+expect_status 1 "$AGENT" --check --listen "127.0.0.1:$PORT"
+grep -q 'cannot connect' "$WORK/out" && pass || fail "--check without a daemon: $(cat "$WORK/out")"
+
+# --- the polling fallback ----------------------------------------------------
+start_agent "$WORK/poll.log" --desired-dir "$cm" --running-root "$root" --watch poll --poll-interval 1 ||
+        { finish; exit 1; }
+expect_metric 'aicr_enroot_agent_watch_mode{mode="poll"}' 1
+publish 'ENROOT_MOUNT_HOME=no\n' 'NCCL_DEBUG=WARN\n'
+expect_metric 'aicr_enroot_config_key_drift{file="enroot.conf",key="ENROOT_MOUNT_HOME",change="changed"}' 1
+[ "$(metric 'aicr_enroot_agent_evaluations_total{trigger="poll"}')" -ge 1 ] && pass || fail "no poll evaluation"
+stop_agent
+
+# --- a bind-mounted file stands for a subPath mount ---------------------------
+if unshare -m --propagation private true 2>/dev/null; then
+        publish 'ENROOT_MOUNT_HOME=yes\n' 'NCCL_DEBUG=WARN\n'
+        cat >"$WORK/subpath.sh" <<'SCRIPT'
+set -eu
+# kubelet bind-mounts the file inside the current version directory
+version=$(readlink "$CM/..data")
+mount --bind "$CM/$version/enroot.conf" "$ROOT/etc/enroot/enroot.conf"
+"$AGENT" --listen 127.0.0.1:0 --log-level debug --desired-dir "$CM" --running-root "$ROOT" \
+        --file enroot.conf=/etc/enroot/enroot.conf >"$LOG" 2>&1 &
+echo $! >"$PIDFILE"
+wait
+SCRIPT
+        CM=$cm ROOT=$root AGENT=$AGENT LOG=$WORK/subpath.log PIDFILE=$WORK/subpath.pid \
+                unshare -m --propagation private bash "$WORK/subpath.sh" &
+        ns_pid=$!
+        wait_for 5 test -s "$WORK/subpath.pid"
+        AGENT_PID=$(cat "$WORK/subpath.pid")
+        wait_for 5 grep -q 'Serving' "$WORK/subpath.log"
+        PORT=$(sed -n 's/.*Serving .* on 127\.0\.0\.1:\([0-9]*\)\..*/\1/p' "$WORK/subpath.log")
+        expect_metric 'aicr_enroot_config_current ' 1
+        expect_metric 'aicr_enroot_config_superseded_mount{file="enroot.conf"}' 0
+        # A -> B: the mount keeps the old version, now deleted: drift and superseded
+        publish 'ENROOT_MOUNT_HOME=no\n' 'NCCL_DEBUG=WARN\n'
+        expect_metric 'aicr_enroot_config_superseded_mount{file="enroot.conf"}' 1
+        expect_metric 'aicr_enroot_config_drift{file="enroot.conf"}' 1
+        # B -> A: equal content again, still from a superseded version: not drift
+        publish 'ENROOT_MOUNT_HOME=yes\n' 'NCCL_DEBUG=WARN\n'
+        expect_metric 'aicr_enroot_config_drift{file="enroot.conf"}' 0
+        expect_metric 'aicr_enroot_config_superseded_mount{file="enroot.conf"}' 1
+        [ "$(status | jq -r '.files[0].state')" = current ] && pass || fail "A-B-A state: $(status)"
+        [ "$(status | jq -r '.files[0].mount_version')" != null ] && pass || fail "no mount version"
+        stop_agent
+        wait "$ns_pid" 2>/dev/null || true
+else
+        echo "note: mount namespaces are not permitted here; the subPath bind-mount case is skipped" >&2
+fi
+
+# --- a target process in a shared PID namespace ------------------------------
+if unshare -m --propagation private true 2>/dev/null; then
+        cp "$(command -v sleep)" "$WORK/slurmd"
+        mkdir -p "$WORK/target/enroot/environ.d"
+        cp "$WORK/src/enroot.conf" "$WORK/target/enroot/enroot.conf"
+        cp "$WORK/src/99-aicr-defaults.env" "$WORK/target/enroot/environ.d/99-aicr-defaults.env"
+        # the process sees $WORK/target at /etc/enroot, in its own mount namespace
+        start_target() {
+                unshare -m --propagation private sh -c \
+                        "mount --bind '$WORK/target/enroot' /etc/enroot 2>/dev/null ||
+                         { mkdir -p /etc/enroot && mount --bind '$WORK/target/enroot' /etc/enroot; }
+                         exec '$WORK/slurmd' 1000" &
+                TARGET_PID=$!
+        }
+        start_target
+        start_agent "$WORK/target.log" --desired-dir "$cm" --target-process slurmd || { finish; exit 1; }
+        expect_metric 'aicr_enroot_config_current ' 1
+        publish 'ENROOT_MOUNT_HOME=no\n' 'NCCL_DEBUG=WARN\n'
+        expect_metric 'aicr_enroot_config_drift{file="enroot.conf"}' 1
+        # the workload restarts with the new files: the agent follows it
+        kill "$TARGET_PID"
+        wait "$TARGET_PID" 2>/dev/null || true
+        cp "$WORK/src/enroot.conf" "$WORK/target/enroot/enroot.conf"
+        wait_for 5 grep -q 'no process named' "$WORK/target.log" && pass ||
+                fail "absent process not reported: $(tail -3 "$WORK/target.log")"
+        expect_status 1 "$AGENT" --check --listen "127.0.0.1:$PORT"
+        grep -q '^not ready' "$WORK/out" && pass || fail "--check with the target gone: $(cat "$WORK/out")"
+        start_target
+        expect_metric 'aicr_enroot_config_current ' 1
+        [ "$(metric 'aicr_enroot_agent_evaluations_total{trigger="process"}')" -ge 1 ] && pass ||
+                fail "no process-triggered evaluation"
+        stop_agent
+        kill "$TARGET_PID" 2>/dev/null || true
+        wait "$TARGET_PID" 2>/dev/null || true
+else
+        echo "note: mount namespaces are not permitted here; the target-process case is skipped" >&2
+fi
+
+finish
