@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,12 +22,13 @@ static uint64_t now_usec(void) {
 static int wait_fd(int fd, short events, uint64_t deadline_usec) {
         for (;;) {
                 struct pollfd p = {.fd = fd, .events = events};
-                uint64_t now = now_usec();
+                uint64_t now = now_usec(), ms;
                 int r;
 
                 if (now >= deadline_usec)
                         return 0;
-                r = poll(&p, 1, (int) ((deadline_usec - now + 999u) / 1000u));
+                ms = (deadline_usec - now + 999u) / 1000u;
+                r = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int) ms);
                 if (r < 0 && errno == EINTR)
                         continue;
                 if (r < 0)
@@ -168,7 +170,7 @@ static char *first_body_line(const Answer *a) {
         return s;
 }
 
-/* The verdict line for an exchange that happened. Returns 0 or -ENOMEM. */
+/* The verdict on a complete (or cut) answer. Returns 0 or -ENOMEM. */
 static int verdict(const Answer *a, const char *where, bool *ret_ready, char **ret_line) {
         int status = status_code(a);
         char *body;
@@ -181,12 +183,31 @@ static int verdict(const Answer *a, const char *where, bool *ret_ready, char **r
         body = first_body_line(a);
         if (!body)
                 return -ENOMEM;
-        *ret_ready = status == 200;
         if (body[0] == '\0') {
                 free(body);
-                return line_printf(ret_line, "%s", status == 200 ? "ready" : "not ready");
+                if (line_printf(&body, "%s", status == 200 ? "ready" : "not ready") < 0)
+                        return -ENOMEM;
         }
+        *ret_ready = status == 200;
         *ret_line = body;
+        return 0;
+}
+
+int check_parse_answer(const char *data, size_t len, const char *where, bool *ret_ready,
+                       char **ret_line) {
+        Answer a;
+        bool ready = false;
+        char *line = NULL;
+        int r;
+
+        a.len = len < CHECK_MAX_RESPONSE_BYTES ? len : CHECK_MAX_RESPONSE_BYTES;
+        memcpy(a.buf, data, a.len);
+        a.buf[a.len] = '\0';
+        r = verdict(&a, where, &ready, &line);
+        if (r < 0)
+                return r;
+        *ret_ready = ready;
+        *ret_line = line;
         return 0;
 }
 
@@ -195,6 +216,7 @@ static int ask(HttpdListen *l, bool require_current, uint64_t timeout_usec, bool
                char **ret_line) {
         char where[HTTPD_LISTEN_STRLEN], request[256 + HTTPD_LISTEN_STRLEN];
         const char *what = NULL;
+        uint64_t deadline;
         Answer a;
         int r;
 
@@ -207,7 +229,10 @@ static int ask(HttpdListen *l, bool require_current, uint64_t timeout_usec, bool
 
         a.len = 0;
         a.buf[0] = '\0';
-        r = exchange(l, request, now_usec() + timeout_usec, &a, &what);
+        /* saturating: a huge timeout means "no deadline", not one in the past */
+        deadline = now_usec();
+        deadline = timeout_usec > UINT64_MAX - deadline ? UINT64_MAX : deadline + timeout_usec;
+        r = exchange(l, request, deadline, &a, &what);
         if (r == -ETIMEDOUT)
                 return line_printf(ret_line, "not ready: no answer from %s within %" PRIu64 " ms",
                                    where, timeout_usec / 1000u);

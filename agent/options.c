@@ -328,7 +328,7 @@ int options_parse(int argc, char **argv, Options *ret, char **ret_error) {
         }
         if (optind < argc)
                 return fail(ret_error,
-                            "unexpected argument \"%s\" (commands come first: lint, diff)",
+                            "unknown command or argument \"%s\" (the commands are lint and diff)",
                             argv[optind]);
         if (check && check_config)
                 return fail(ret_error, "--check and --check-config exclude each other");

@@ -84,7 +84,7 @@ int running_open_in_root_walk(int root_fd, const char *path, int flags) {
         unsigned links = 0;
         size_t pos = 0;
 
-        if (flags & O_CREAT || (flags & O_TMPFILE) == O_TMPFILE)
+        if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
                 return -EINVAL;
         if (path[0] == '\0')
                 return -ENOENT; /* as open("") */
@@ -222,9 +222,10 @@ int running_open_in_root(int root_fd, const char *path, int flags, RunningResolv
                 .flags = (uint64_t) (flags | O_CLOEXEC),
                 .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
         };
+        RunningResolve how_done = RUNNING_RESOLVE_OPENAT2;
         int fd = -EAGAIN;
 
-        if (flags & O_CREAT || (flags & O_TMPFILE) == O_TMPFILE)
+        if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
                 return -EINVAL;
 
         /* openat2(2): with RESOLVE_IN_ROOT, EAGAIN means a rename or mount
@@ -233,12 +234,14 @@ int running_open_in_root(int root_fd, const char *path, int flags, RunningResolv
                 fd = sys_openat2(root_fd, path, &how);
 
         if (fd == -ENOSYS || (fd == -EPERM && !openat2_works(root_fd))) {
-                if (ret_resolve)
-                        *ret_resolve = RUNNING_RESOLVE_WALK;
-                return running_open_in_root_walk(root_fd, path, flags);
+                /* the walk's EAGAIN: the last component changed under it */
+                fd = -EAGAIN;
+                for (unsigned i = 0; i < 3 && fd == -EAGAIN; i++)
+                        fd = running_open_in_root_walk(root_fd, path, flags);
+                how_done = RUNNING_RESOLVE_WALK;
         }
-        if (ret_resolve)
-                *ret_resolve = RUNNING_RESOLVE_OPENAT2;
+        if (fd >= 0 && ret_resolve)
+                *ret_resolve = how_done;
         return fd;
 }
 
@@ -643,6 +646,9 @@ static int view_read_mountinfo(RunningView *v, int dir_fd, const char *path, con
         return 0;
 }
 
+static const char walk_note[] = "openat2() is not available (Linux < 5.6 or a seccomp filter): "
+                                "paths were resolved one component at a time";
+
 static size_t strip_slashes_len(const char *s) {
         size_t l = strlen(s);
         while (l > 1 && s[l - 1] == '/')
@@ -664,8 +670,8 @@ static int read_default(const RunningConfig *cfg, const char *proc_dir, RunningV
                                          strerror(-r));
         }
 
-        if (asprintf(&mi_path, "%.*s/self/mountinfo", (int) strip_slashes_len(proc_dir), proc_dir) <
-            0)
+        r = asprintf(&mi_path, "%.*s/self/mountinfo", (int) strip_slashes_len(proc_dir), proc_dir);
+        if (r < 0)
                 return -ENOMEM;
         r = view_read_mountinfo(v, AT_FDCWD, mi_path, mi_path, &mi);
         if (r < 0)
@@ -676,8 +682,7 @@ static int read_default(const RunningConfig *cfg, const char *proc_dir, RunningV
         if (r < 0)
                 return r;
         if (v->resolve == RUNNING_RESOLVE_WALK)
-                return view_note(v, "openat2() is not available (Linux < 5.6 or a seccomp "
-                                    "filter): paths were resolved one component at a time");
+                return view_note(v, "%s", walk_note);
         return 0;
 }
 
@@ -770,9 +775,7 @@ static int read_target_once(const char *proc_dir, int proc_fd, bool proc_is_ours
         if (r <= 0)
                 return 0;
 
-        if (v->resolve == RUNNING_RESOLVE_WALK &&
-            view_note(v, "openat2() is not available (Linux < 5.6 or a seccomp filter): paths "
-                         "were resolved one component at a time") < 0)
+        if (v->resolve == RUNNING_RESOLVE_WALK && view_note(v, "%s", walk_note) < 0)
                 return -ENOMEM;
         v->observable = true;
         v->error = 0;

@@ -838,7 +838,9 @@ static int comsub(Shell *s) {
         unsigned saved_n_heredocs;
         int r;
 
+        s->in_word = false;
         if (sh_peekc(s, true) == '(') {
+                s->in_word = saved_in_word;
                 s->live |= SHELL_LIVE_VARIABLE;
                 return matched_pair(s, 0, '(', ')', P_ARITH);
         }
@@ -855,8 +857,6 @@ static int comsub(Shell *s) {
         memcpy(saved_heredocs, s->heredocs, sizeof(Heredoc) * saved_n_heredocs);
         s->n_heredocs = 0;
 
-        s->in_word = false;
-
         /* A fresh parser state, as after the DOLPAREN token bash fakes. */
         s->pst = (s->pst & ~(PST_CASEPAT | PST_COMPASSIGN | PST_ASSIGNOK | PST_ALLOWOPNBRC |
                              PST_REDIRLIST)) |
@@ -872,6 +872,8 @@ static int comsub(Shell *s) {
         r = newline_list(s);
         if (r < 0)
                 return r;
+        if (s->cur == TOK_EOF)
+                return fail(s, ERROR_SYNTAX, "unterminated $(...)");
         if (s->cur != TOK_RPAREN) {
                 r = compound_list(s);
                 if (r < 0)

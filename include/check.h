@@ -10,6 +10,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The most of the daemon's answer read: status line, headers, first body line. */
@@ -27,6 +28,16 @@
  * Returns 0 (a verdict was reached, ready or not) or -ENOMEM. Never logs. */
 int check_query(const char *listen, bool require_current, uint64_t timeout_usec, bool *ret_ready,
                 char **ret_line);
+
+/* Judges a daemon's answer to the /readyz request, as check_query() does:
+ * ready only for HTTP status 200; the line is the first body line with
+ * control characters replaced by '?', or says what was wrong ("not ready: WHERE
+ * did not answer with HTTP", "... answered /readyz with HTTP status 404").
+ * Only the first CHECK_MAX_RESPONSE_BYTES of data are looked at; data may hold
+ * any bytes. where names the daemon in messages (borrowed).
+ * Returns 0 with *ret_ready and a new *ret_line, or -ENOMEM. Pure. */
+int check_parse_answer(const char *data, size_t len, const char *where, bool *ret_ready,
+                       char **ret_line);
 
 /* check_query(), then prints the line on stdout. Returns the process exit
  * status: 0 ready, 1 not ready (or any failure, an invalid listen included). */

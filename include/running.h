@@ -23,6 +23,16 @@
  *
  * Stateless: each call looks again ("events are hints, state is the truth").
  * Nothing here logs above debug; sentences for the user are returned.
+ *
+ * Use from the manager (target mode): keep view->pid and pass it back as
+ * last_pid; when it differs from the previous one, take the new pidfd
+ * (TAKE_FD(view->pidfd)), close the old, and watch it with
+ * sd_event_add_io(..., EPOLLIN, ...): it fires once the process exits, which
+ * is the moment to read again. Nothing signals a process that appears: while
+ * the view is not observable, only a timer (the resync) finds it.
+ * The process is chosen by name, so any process of the shared PID namespace
+ * could call itself NAME (prctl(PR_SET_NAME)); keeping last_pid, preferring a
+ * parent of another name and the lowest PID favour the long-lived daemon.
  */
 #pragma once
 
@@ -141,8 +151,9 @@ int running_find_process(const char *proc_dir, const char *name, pid_t *ret_pid)
 /* Opens path inside the directory root_fd as if root_fd were "/" (absolute
  * symlinks and ".." stay inside). flags are added to O_CLOEXEC; O_CREAT is
  * refused. Uses openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS), retried on
- * its EAGAIN, or running_open_in_root_walk() when openat2 is unavailable;
- * *ret_resolve (may be NULL) says which. Returns a new fd, or -errno. */
+ * its EAGAIN, or running_open_in_root_walk() when openat2 is unavailable.
+ * Returns a new fd, with *ret_resolve (may be NULL) saying which was used,
+ * or -errno. */
 int running_open_in_root(int root_fd, const char *path, int flags, RunningResolve *ret_resolve);
 
 /* The fallback: resolves path one component at a time with

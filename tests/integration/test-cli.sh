@@ -16,7 +16,7 @@ grep -q '^aicr-enroot-agent [0-9]' "$WORK/out" && pass || fail "--version prints
 expect_status 0 "$AGENT" --help
 expect_status 2 "$AGENT"
 expect_status 2 "$AGENT" frobnicate
-grep -q 'Unknown command "frobnicate"' "$WORK/err" && pass || fail "unknown command not named"
+grep -q 'unknown command or argument "frobnicate"' "$WORK/err" && pass || fail "unknown command not named"
 
 # --- lint: golden output for every rule --------------------------------------
 cd "$TEST_DATA_DIR/lint"

@@ -181,6 +181,35 @@ elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 expect_status 1 "$AGENT" --check --listen "127.0.0.1:$PORT"
 grep -q 'cannot connect' "$WORK/out" && pass || fail "--check without a daemon: $(cat "$WORK/out")"
 
+# --- systemd: READY=1 after the first evaluation, STATUS=, watchdog, STOPPING=1 ---
+if [ -n "${NOTIFY_LISTEN:-}" ]; then
+        sock=$WORK/notify.sock
+        "$NOTIFY_LISTEN" "$sock" 10 >"$WORK/notify.out" &
+        listener=$!
+        wait_for 3 grep -q listening "$WORK/notify.out"
+        NOTIFY_SOCKET=$sock WATCHDOG_USEC=200000 start_agent "$WORK/notify.log" --desired-dir "$cm" \
+                --running-root "$root" || { finish; exit 1; }
+        sleep 0.6
+        stop_agent
+        wait "$listener" || true
+        grep -q '^READY=1' "$WORK/notify.out" && pass || fail "no READY=1: $(cat "$WORK/notify.out")"
+        grep -Eq '^STATUS=pod drifted: enroot.conf drifted, 99-aicr-defaults.env current' \
+                "$WORK/notify.out" && pass || fail "STATUS=: $(grep STATUS "$WORK/notify.out")"
+        [ "$(grep -c '^WATCHDOG=1' "$WORK/notify.out")" -ge 3 ] && pass ||
+                fail "fewer than 3 watchdog pings in 0.6 s: $(cat "$WORK/notify.out")"
+        grep -q '^STOPPING=1' "$WORK/notify.out" && pass || fail "no STOPPING=1"
+        [ "$(grep -n '^READY=1' "$WORK/notify.out" | cut -d: -f1)" -gt \
+          "$(grep -n '^STATUS=' "$WORK/notify.out" | head -1 | cut -d: -f1)" ] && pass ||
+                fail "READY=1 came before the first evaluation's STATUS="
+fi
+
+# --- logs to the journal carry syslog levels ---------------------------------
+: >"$WORK/journal.err"
+JOURNAL_STREAM=$(stat -c '%d:%i' "$WORK/journal.err") \
+        "$AGENT" --resync-interval 0 --desired-dir "$cm" 2>>"$WORK/journal.err" || true
+grep -q '^<3>--resync-interval' "$WORK/journal.err" && pass ||
+        fail "no <3> prefix for the journal: $(cat "$WORK/journal.err")"
+
 # --- the polling fallback ----------------------------------------------------
 start_agent "$WORK/poll.log" --desired-dir "$cm" --running-root "$root" --watch poll --poll-interval 1 ||
         { finish; exit 1; }

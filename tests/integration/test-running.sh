@@ -5,6 +5,7 @@
 # its files read through /proc/PID/root, a restart followed, the pidfd waking
 # on exit, the sentences for an absent or unreadable process, and kubelet's
 # subPath mount superseded by an atomic-writer update (//deleted, st_nlink 0).
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 PROBE=${RUNNING_PROBE:-$(dirname "$AGENT")/tests/tools/running-probe}
@@ -38,8 +39,7 @@ CONF="$WORK/root/etc/enroot/enroot.conf"
 
 # wait_comm PID NAME: until the process runs under NAME (after its exec).
 wait_comm() {
-        local i
-        for i in $(seq 100); do
+        for _ in $(seq 100); do
                 [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ] && return 0
                 kill -0 "$1" 2>/dev/null || return 1
                 sleep 0.05
@@ -113,7 +113,7 @@ want view.pid "$b"
 "$PROBE" --target "$NAME" --wait-exit 10 "$CONF" >"$WORK/wait" 2>&1 &
 waiter=$!
 started+=("$waiter")
-for i in $(seq 100); do
+for _ in $(seq 100); do
         grep -q '^view.waiting=1' "$WORK/wait" && break
         sleep 0.05
 done
@@ -121,7 +121,11 @@ t0=$(date +%s%N)
 stop "$b"
 wait "$waiter" || true
 t1=$(date +%s%N)
-grep -q '^view.exited=1' "$WORK/wait" && pass || fail "pidfd did not report the exit: $(cat "$WORK/wait")"
+if grep -q '^view.exited=1' "$WORK/wait"; then
+        pass
+else
+        fail "pidfd did not report the exit: $(cat "$WORK/wait")"
+fi
 printf 'pidfd wake-up after kill: %d ms\n' $(((t1 - t0) / 1000000)) >&2
 
 # --- absent: a sentence that says what to check -----------------------------

@@ -38,7 +38,7 @@ static const ErrorRow error_rows[] = {
         {{"--timeout", "0"}, "--timeout: \"0\" is not a number of milliseconds"},
         {{"--bogus"}, "unknown option --bogus"},
         {{"--desired-dir"}, "--desired-dir needs a value"},
-        {{"extra"}, "unexpected argument \"extra\""},
+        {{"extra"}, "unknown command or argument \"extra\""},
         {{"--check", "--check-config"}, "exclude each other"},
         {{"--require-current"}, "--require-current only goes with --check"},
 };

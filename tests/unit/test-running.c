@@ -129,6 +129,47 @@ static bool have_openat2(void) {
         return cached;
 }
 
+/* valgrind 3.19 does not know pidfd_open() either. */
+static bool have_pidfd_open(void) {
+        static int cached = -1;
+
+        if (cached < 0) {
+                long fd = syscall(SYS_pidfd_open, getpid(), 0);
+
+                cached = fd >= 0;
+                if (fd >= 0)
+                        (void) close((int) fd);
+                else
+                        print_message("note: pidfd_open() is not available here (%s): the "
+                                      "pidfd checks do not run\n",
+                                      strerror(errno));
+        }
+        return cached;
+}
+
+/* The note a target-mode view of the real /proc carries here. */
+static void assert_target_note(const RunningView *v, const char *name) {
+        _cleanup_free_ char *want = NULL;
+
+        if (have_openat2() && have_pidfd_open()) {
+                assert_null(v->note);
+                return;
+        }
+        assert_true(asprintf(&want, "%s%s%s",
+                             have_pidfd_open() ? ""
+                                               : "pidfd_open() failed: Function not implemented: "
+                                                 "the agent notices a restart of \"",
+                             have_pidfd_open() ? "" : name,
+                             have_pidfd_open() ? "" : "\" only at the next resync") > 0);
+        if (!have_openat2()) {
+                char *w = NULL;
+                assert_true(asprintf(&w, "%s%s%s", want, *want ? "; " : "", WALK_NOTE) > 0);
+                free(want);
+                want = w;
+        }
+        assert_string_equal(v->note, want);
+}
+
 static RunningResolve expected_resolve(void) {
         return have_openat2() ? RUNNING_RESOLVE_OPENAT2 : RUNNING_RESOLVE_WALK;
 }
@@ -175,8 +216,8 @@ static pid_t spawn(const char *name, const char *chroot_dir, const char *bind_so
                 (void) close(p[0]);
                 (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
                 if (bind_source && (unshare(CLONE_NEWNS) < 0 ||
-                                    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-                                    mount(bind_source, bind_target, NULL, MS_BIND, NULL) < 0))
+                                    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0 ||
+                                    mount(bind_source, bind_target, "none", MS_BIND, NULL) < 0))
                         _exit(2);
                 if (chroot_dir && (chroot(chroot_dir) < 0 || chdir("/") < 0))
                         _exit(3);
@@ -333,13 +374,15 @@ static void test_bad_config(void **state) {
 
 static void assert_same_open(int dfd, const char *path) {
         _cleanup_close_ int a = -EBADF, b = -EBADF;
-        RunningResolve how = RUNNING_RESOLVE_WALK;
+        const RunningResolve unset = (RunningResolve) -1;
+        RunningResolve how = unset;
         struct stat sa, sb;
 
         print_message("path: \"%s\"\n", path);
         a = running_open_in_root(dfd, path, O_RDONLY | O_NONBLOCK, &how);
         b = running_open_in_root_walk(dfd, path, O_RDONLY | O_NONBLOCK);
-        assert_int_equal(how, expected_resolve());
+        /* written on success only */
+        assert_int_equal(how, a >= 0 ? expected_resolve() : unset);
         if (a < 0 || b < 0) {
                 assert_int_equal(b, a);
                 return;
@@ -640,27 +683,27 @@ static void test_target_real(void **state) {
                 assert_true(v->observable);
                 assert_null(v->detail);
                 assert_int_equal(v->pid, a);
-                if (have_openat2())
-                        assert_null(v->note);
-                else
-                        assert_string_equal(v->note, WALK_NOTE);
+                assert_target_note(v, name);
                 assert_content(&v->files[0], "ENROOT_MOUNT_HOME=yes\n");
                 /* a pidfd the manager can take and wait on */
-                assert_true(v->pidfd >= 0);
-                assert_false(pidfd_exited(v->pidfd, 0));
+                assert_int_equal(v->pidfd >= 0, have_pidfd_open());
+                if (v->pidfd >= 0)
+                        assert_false(pidfd_exited(v->pidfd, 0));
                 pidfd = TAKE_FD(v->pidfd);
         }
 
         /* the container restarts: the pidfd wakes, the next read finds the new process */
         reap(a);
-        assert_true(pidfd_exited(pidfd, 1000));
-        (void) close(pidfd);
+        if (pidfd >= 0) {
+                assert_true(pidfd_exited(pidfd, 1000));
+                (void) close(pidfd);
+        }
         b = spawn(name, NULL, NULL, NULL);
         {
                 _cleanup_(running_view_freep) RunningView *v = read_view(NULL, name, a, paths, 1);
                 assert_true(v->observable);
                 assert_int_equal(v->pid, b);
-                assert_true(v->pidfd >= 0);
+                assert_int_equal(v->pidfd >= 0, have_pidfd_open());
         }
 
         /* a second process with the name: the one read last is kept */
@@ -856,7 +899,7 @@ static void test_target_bind_mount(void **state) {
         if (a == 0) {
                 /* can this machine mount at all? */
                 if (unshare(CLONE_NEWNS) < 0 ||
-                    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0)
                         _exit(77);
                 _exit(0);
         } else {
@@ -900,7 +943,7 @@ static void test_default_bind_mount(void **state) {
 
         if (geteuid() != 0)
                 skip_because("mounting needs root");
-        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+        if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0) {
                 print_message("skipping: no private mount namespace here: %s\n", strerror(errno));
                 skip();
         }
@@ -911,7 +954,7 @@ static void test_default_bind_mount(void **state) {
         kubelet_update(vol_fd, V1, "B=1\n", NULL);
         assert_true(asprintf(&source, "%s/vol-default/%s/enroot.conf", dir, V1) > 0);
         assert_true(asprintf(&target, "%s/etc/enroot/enroot.conf", root) > 0);
-        assert_int_equal(mount(source, target, NULL, MS_BIND, NULL), 0);
+        assert_int_equal(mount(source, target, "none", MS_BIND, NULL), 0);
 
         {
                 _cleanup_(running_view_freep) RunningView *v = read_view(root, NULL, 0, paths, 1);
@@ -924,7 +967,7 @@ static void test_default_bind_mount(void **state) {
         {
                 _cleanup_free_ char *v2 = NULL;
                 assert_true(asprintf(&v2, "%s/vol-default/%s/enroot.conf", dir, V2) > 0);
-                assert_int_equal(mount(v2, target, NULL, MS_BIND, NULL), 0);
+                assert_int_equal(mount(v2, target, "none", MS_BIND, NULL), 0);
         }
         {
                 _cleanup_(running_view_freep) RunningView *v = read_view(root, NULL, 0, paths, 1);

@@ -144,7 +144,9 @@ static char *slurp(const char *path) {
         return data;
 }
 
-/* Runs the loop until pred(arg) or timeout_ms; returns pred's last answer. */
+/* Runs the loop until pred(arg) or timeout_ms; returns pred's last answer.
+ * Each run is capped at 10 ms so that a predicate on something the loop
+ * does not watch (a child's exit) is noticed soon. */
 static bool run_until(sd_event *e, bool (*pred)(void *), void *arg, unsigned timeout_ms) {
         uint64_t end = now_usec(CLOCK_MONOTONIC) + timeout_ms * 1000ull;
 
@@ -152,7 +154,7 @@ static bool run_until(sd_event *e, bool (*pred)(void *), void *arg, unsigned tim
                 uint64_t n = now_usec(CLOCK_MONOTONIC);
                 if (n >= end)
                         return false;
-                assert_true(sd_event_run(e, end - n) >= 0);
+                assert_true(sd_event_run(e, end - n < 10000 ? end - n : 10000) >= 0);
         }
         return true;
 }
@@ -363,7 +365,7 @@ static void spawn_updates(WriterChild *c, const char *src, unsigned n) {
  * the last version. First with the loop busy elsewhere while they land (the
  * queue holds every event: one call), then with the loop running alongside. */
 static void test_rapid_updates(void **state) {
-        enum { N = 20 };
+        enum { N = 10 };
         char src[256], last[PATH_MAX];
         _cleanup_free_ char *expected = NULL;
         WriterChild c;
@@ -386,7 +388,10 @@ static void test_rapid_updates(void **state) {
         assert_int_equal(ctx.calls, 1);
         assert_string_equal(ctx.conf, expected);
 
-        /* again, with the loop running all along */
+        /* again, with the loop running all along: the shell writer spends
+         * tens of milliseconds per step (a process each), longer than the
+         * settle time, so several calls per update are expected; what must
+         * hold is that the last read is the last version */
         ctx.calls = 0;
         {
                 char src2[256];
@@ -400,13 +405,61 @@ static void test_rapid_updates(void **state) {
         assert_true(run_until(event, child_done, &run, WRITER_WAIT_MS));
         assert_int_equal(run.status, 0);
         (void) writer_finish(&c, 0);
-        print_message("%d updates took %.0f ms with the loop running\n", N,
+        print_message("%d updates by the shell writer took %.0f ms with the loop running\n", N,
                       (double) (now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
         run_for(event, SETTLE_MS);
-        print_message("  -> %u handler call(s)\n", ctx.calls);
+        print_message("  -> %u handler call(s), last read %s\n", ctx.calls, ctx.version);
+        assert_true(ctx.calls >= 1);
+        assert_string_equal(ctx.conf, expected);
+}
+
+/* Rapid updates at kubelet's own speed (all steps of one update within
+ * microseconds, like AtomicWriter.Write()), a millisecond apart, while the
+ * loop runs: far fewer calls than updates, and the last read is the last. */
+static void test_rapid_updates_kubelet_speed(void **state) {
+        enum { N = 50 };
+        static const char *const conf_key[] = {K_CONF};
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        char last[64];
+        WriterChild c = {.pid = -1, .out_fd = -1};
+        Running run = {.child = &c, .status = -1};
+        uint64_t t0;
+
+        assert_true(fd >= 0);
+        start_watcher(WATCH_INOTIFY);
+        (void) snprintf(last, sizeof last, "ENROOT_MAX_PROCESSORS=%d\n", N);
+
+        t0 = now_usec(CLOCK_MONOTONIC);
+        c.pid = fork();
+        assert_true(c.pid >= 0);
+        if (c.pid == 0) {
+                char name[64], prev[64] = "", data[64];
+                char *old = NULL;
+                _cleanup_close_ int at = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+                /* take over from the shell writer's version */
+                if (at < 0 || volume_read_version(at, &old) < 0 || !old)
+                        _exit(1);
+                (void) snprintf(prev, sizeof prev, "%s", old);
+                for (int i = 1; i <= N; i++) {
+                        (void) snprintf(name, sizeof name, "..2030_01_01_00_00_00.%09d", i);
+                        (void) snprintf(data, sizeof data, "ENROOT_MAX_PROCESSORS=%d\n", i);
+                        if (fast_write(at, name, conf_key, 1, data, prev) < 0)
+                                _exit(1);
+                        memcpy(prev, name, sizeof prev);
+                        (void) usleep(1000);
+                }
+                _exit(0);
+        }
+        assert_true(run_until(event, child_done, &run, WRITER_WAIT_MS));
+        assert_int_equal(run.status, 0);
+        print_message("%d kubelet-speed updates took %.1f ms with the loop running\n", N,
+                      (double) (now_usec(CLOCK_MONOTONIC) - t0) / 1000.0);
+        run_for(event, SETTLE_MS);
+        print_message("  -> %u handler call(s), last read %s\n", ctx.calls, ctx.version);
         assert_true(ctx.calls >= 1);
         assert_true(ctx.calls < N);
-        assert_string_equal(ctx.conf, expected);
+        assert_string_equal(ctx.conf, last);
 }
 
 typedef struct LatencyRun {
@@ -474,8 +527,11 @@ static void test_latency(void **state) {
                       from_ctime_ms, from_start_ms, from_done_ms, WATCHER_SETTLE_USEC / 1000);
         assert_int_equal(ctx.last_reason, WATCH_REASON_INOTIFY);
         assert_true(from_ctime_ms >= 0);
-        /* the settle time plus scheduling: a tenth of a second is generous */
-        assert_true(from_ctime_ms < 100.0);
+        /* The settle time plus scheduling: about 15 ms on a plain build;
+         * the bound leaves room for valgrind (up to ~80 ms seen) and loaded
+         * CI machines while still ruling out anything like polling or
+         * kubelet's own 60-90 s. */
+        assert_true(from_ctime_ms < 250.0);
 
         assert_int_equal(writer_resume(&c), 0);
         assert_int_equal(writer_finish(&c, WRITER_WAIT_MS), 0);
@@ -825,7 +881,7 @@ static void exercise_fallback(ChildResult *res, const char *sysctl_path) {
                 size_t len;
                 if (read_file_at(AT_FDCWD, V2_CONF, 0, MAX_BYTES, &data, &len) == 0)
                         expected = data;
-                res->read_update = expected && streq_ptr(ctx.conf, expected);
+                res->read_update = run.status == 0 && expected && streq_ptr(ctx.conf, expected);
         }
         watcher_free(w);
         sd_event_unref(e);
@@ -891,7 +947,7 @@ static void verify_scene(ChildResult *res) {
         unsigned calls;
         uint64_t end;
 
-        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+        if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0) {
                 res->skip_errno = errno;
                 (void) snprintf(res->skip_what, sizeof res->skip_what,
                                 "a private mount namespace");
@@ -935,6 +991,7 @@ static void verify_scene(ChildResult *res) {
         res->auto_r = watcher_verify(w_poll);
 
         /* the fallback then sees what happens on the new filesystem */
+        calls = ctx.calls;
         if (writer_spawn(&c, dir, payload_v1) < 0)
                 _exit(3);
         run.status = -1;
@@ -942,12 +999,19 @@ static void verify_scene(ChildResult *res) {
         while (!child_writer_done(&run) && now_usec(CLOCK_MONOTONIC) < end)
                 (void) sd_event_run(e, 50 * 1000);
         (void) writer_finish(&c, 0);
-        calls = ctx.calls;
         end = now_usec(CLOCK_MONOTONIC) + 3 * POLL_USEC;
         while (now_usec(CLOCK_MONOTONIC) < end)
                 (void) sd_event_run(e, 50 * 1000);
         res->last_reason = ctx.last_reason;
-        res->read_update = ctx.calls > calls && ctx.last_error == 0 && ctx.env_error == 0;
+        {
+                _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                _cleanup_free_ char *final = NULL;
+
+                res->read_update = run.status == 0 && fd >= 0 &&
+                                   volume_read_version(fd, &final) == 0 && final &&
+                                   ctx.calls > calls && ctx.last_error == 0 &&
+                                   ctx.env_error == 0 && streq_ptr(ctx.version, final);
+        }
 
         watcher_free(w_auto);
         watcher_free(w_inotify);
@@ -990,6 +1054,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_inotify_updates, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_noop_sync, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rapid_updates, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_rapid_updates_kubelet_speed, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_latency, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_idle_no_wakeups, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_overflow, setup, teardown),
