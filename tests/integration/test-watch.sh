@@ -57,8 +57,8 @@ v2=${out#version }
 expect_file_eq "$V2/enroot.conf" "$D/enroot.conf" "updated enroot.conf"
 expect_file_eq "$V2/extra.conf" "$D/extra.conf" "added extra.conf"
 [ "$(stat -c %a "$D/$v2/extra.conf")" = 600 ] && pass || fail "--mode 0600 not applied"
-[ "$(ls -A "$D" | sort | tr '\n' ' ')" = "..data $v2 enroot.conf extra.conf " ] && pass ||
-        fail "unexpected entries: $(ls -A "$D" | tr '\n' ' ')"
+[ "$(ls -A "$D" | sort | tr '\n' ' ')" = "$(printf '%s\n' ..data "$v2" enroot.conf extra.conf | sort | tr '\n' ' ')" ] &&
+        pass || fail "unexpected entries: $(ls -A "$D" | tr '\n' ' ')"
 
 # --- two writes within one second get two names -----------------------------
 a=$(writer "$D" enroot.conf="$V1/enroot.conf")
@@ -66,10 +66,12 @@ b=$(writer "$D" enroot.conf="$V2/enroot.conf")
 [ "$a" != "$b" ] && pass || fail "two versions share a name: $a"
 
 # --- a pause, ended early by SIGUSR1 ------------------------------------------
-fifo=$WORK/out
+fifo=$WORK/writer-stdout
 mkfifo "$fifo"
 start=$SECONDS
-writer "$D" --pause-after rename 60 enroot.conf="$V1/enroot.conf" >"$fifo" &
+# bash itself in the background (not a function, which would run in a
+# subshell): $! must be the writer, the process SIGUSR1 is for
+bash "$WRITER" "$D" --pause-after rename 60 enroot.conf="$V1/enroot.conf" >"$fifo" &
 pid=$!
 exec 3<"$fifo"
 read -r line <&3 || line=
