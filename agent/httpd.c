@@ -206,14 +206,19 @@ bool httpd_readiness(const Report *r, bool require_current, StrBuf *reason) {
                 (void) strbuf_puts(reason, "not ready: the first evaluation has not completed yet");
                 return false;
         }
-        if (!r->observable[SIDE_DESIRED]) {
-                (void) strbuf_puts(reason, "not ready: the desired side (the ConfigMap "
-                                           "directory) cannot be observed");
-                return false;
-        }
-        if (!r->observable[SIDE_RUNNING]) {
-                (void) strbuf_puts(reason, "not ready: the running side (the workload's files) "
-                                           "cannot be observed");
+        if (!r->observable[SIDE_DESIRED] || !r->observable[SIDE_RUNNING]) {
+                /* The files' detail says why (the manager copies the reason
+                 * into every file it could not judge). */
+                const char *why = r->n_files > 0 ? r->files[0].detail : NULL;
+
+                if (strbuf_printf(&line, "not ready: the %s cannot be observed%s%s",
+                                  !r->observable[SIDE_DESIRED]
+                                          ? "desired side (the ConfigMap directory)"
+                                          : "running side (the workload's files)",
+                                  why ? ": " : "", strempty(why)) < 0)
+                        (void) strbuf_puts(&line, "not ready: a side cannot be observed");
+                (void) strbuf_append(reason, line.data, line.len);
+                strbuf_done(&line);
                 return false;
         }
 

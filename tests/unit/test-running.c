@@ -252,7 +252,7 @@ static void reap(pid_t pid) {
 /* A process name of our own, so no process of the machine can match. */
 static const char *unique_name(const char *tag) {
         static char name[16];
-        (void) snprintf(name, sizeof name, "rt%s%d", tag, (int) getpid() % 100000);
+        (void) snprintf(name, sizeof name, "rt%s%d", tag, (int) getpid());
         return name;
 }
 
@@ -744,9 +744,12 @@ static void test_target_real(void **state) {
 }
 
 static void test_target_long_name(void **state) {
-        static const char long_name[] = "slurmd-with-a-long-name";
         const char *const paths[] = {"/etc/hostname"};
+        char long_name[64];
         pid_t a;
+
+        (void) snprintf(long_name, sizeof long_name, "%s-with-a-long-name", unique_name("l"));
+        assert_true(strlen(long_name) > RUNNING_COMM_MAX);
 
         /* PR_SET_NAME keeps the first 15 bytes, as execve() does with a file name */
         a = spawn(long_name, NULL, NULL, NULL);
