@@ -173,6 +173,7 @@ static const char *const missing_message[_TOK_MAX] = {
         [TOK_IN] = "unexpected end of file: missing `in'",
         [TOK_RPAREN] = "unexpected end of file: missing `)'",
         [TOK_RBRACE] = "unexpected end of file: missing `}'",
+        [TOK_DOLPAREN] = "unterminated $(...)",
 };
 
 /* parse_matched_pair() flags, as in bash. */
@@ -462,7 +463,7 @@ static int sh_peekc_quiet(Shell *s) {
 static int read_token(Shell *s, Tok *ret);
 static int next(Shell *s);
 static int newline_list(Shell *s);
-static int compound_list(Shell *s);
+static int compound_list(Shell *s, Tok closer);
 
 static bool reserved_word_acceptable(const Shell *s, Tok t) {
         switch (t) {
@@ -875,7 +876,7 @@ static int comsub(Shell *s) {
         if (s->cur == TOK_EOF)
                 return fail(s, ERROR_SYNTAX, "unterminated $(...)");
         if (s->cur != TOK_RPAREN) {
-                r = compound_list(s);
+                r = compound_list(s, TOK_DOLPAREN);
                 if (r < 0)
                         return r;
                 if (s->cur == TOK_EOF)
@@ -1712,7 +1713,7 @@ static int body(Shell *s, Tok open, Tok close) {
         int r = expect_next(s, open);
         if (r < 0)
                 return r;
-        r = compound_list(s);
+        r = compound_list(s, close);
         if (r < 0)
                 return r;
         return expect_next(s, close);
@@ -1746,7 +1747,7 @@ static int for_command(Shell *s) {
                 r = expect_next(s, close == TOK_RBRACE ? TOK_LBRACE : TOK_DO);
                 if (r < 0)
                         return r;
-                r = compound_list(s);
+                r = compound_list(s, close);
                 if (r < 0)
                         return r;
                 r = expect(s, close);
@@ -1815,6 +1816,8 @@ static int case_command(Shell *s) {
                         return r;
                 if (s->cur == TOK_ESAC)
                         return next(s);
+                if (s->cur == TOK_EOF)
+                        return fail(s, ERROR_SYNTAX, missing_message[TOK_ESAC]);
 
                 if (s->cur == TOK_LPAREN) {
                         r = next(s);
@@ -1836,8 +1839,10 @@ static int case_command(Shell *s) {
                 r = newline_list(s);
                 if (r < 0)
                         return r;
+                if (s->cur == TOK_EOF)
+                        return fail(s, ERROR_SYNTAX, missing_message[TOK_ESAC]);
                 if (starts_pipeline(s->cur)) {
-                        r = compound_list(s);
+                        r = compound_list(s, TOK_ESAC);
                         if (r < 0)
                                 return r;
                 }
@@ -1862,13 +1867,13 @@ static int if_command(Shell *s) {
         if (r < 0)
                 return r;
         for (;;) {
-                r = compound_list(s);
+                r = compound_list(s, TOK_THEN);
                 if (r < 0)
                         return r;
                 r = expect_next(s, TOK_THEN);
                 if (r < 0)
                         return r;
-                r = compound_list(s);
+                r = compound_list(s, TOK_FI);
                 if (r < 0)
                         return r;
                 if (s->cur == TOK_ELIF) {
@@ -1881,7 +1886,7 @@ static int if_command(Shell *s) {
                         r = next(s);
                         if (r < 0)
                                 return r;
-                        r = compound_list(s);
+                        r = compound_list(s, TOK_FI);
                         if (r < 0)
                                 return r;
                 }
@@ -1904,7 +1909,7 @@ static int shell_command(Shell *s) {
         case TOK_UNTIL:
                 r = next(s);
                 if (r >= 0)
-                        r = compound_list(s);
+                        r = compound_list(s, TOK_DO);
                 if (r >= 0)
                         r = body(s, TOK_DO, TOK_DONE);
                 break;
@@ -2061,17 +2066,24 @@ static int pipeline_command(Shell *s) {
         return pipeline(s);
 }
 
+/* The file ended where a command had to come: say what was left open. */
+static int unexpected_in(Shell *s, Tok closer) {
+        if (s->cur == TOK_EOF && missing_message[closer])
+                return fail(s, ERROR_SYNTAX, missing_message[closer]);
+        return unexpected(s);
+}
+
 /* compound_list: newlines, then pipelines joined by && || ; & or newlines,
- * ending at the first token that cannot start another one. */
-static int compound_list(Shell *s) {
+ * ending at the first token that cannot start another one. closer is the
+ * token the enclosing construct wants after it, for messages. */
+static int compound_list(Shell *s, Tok closer) {
         int r;
 
         r = newline_list(s);
         if (r < 0)
                 return r;
         if (!starts_pipeline(s->cur))
-                return s->cur == TOK_EOF ? fail(s, ERROR_SYNTAX, unexpected_message[TOK_EOF])
-                                         : unexpected(s);
+                return unexpected_in(s, closer);
 
         for (;;) {
                 r = pipeline_command(s);
@@ -2087,7 +2099,7 @@ static int compound_list(Shell *s) {
                         if (r < 0)
                                 return r;
                         if (!starts_pipeline(s->cur))
-                                return unexpected(s);
+                                return unexpected_in(s, closer);
                         break;
                 case TOK_SEMI:
                 case TOK_AMP:
@@ -2543,10 +2555,11 @@ int shell_eval_echo(const char *value, char **ret_output, unsigned *ret_flags) {
         while (r >= 0) {
                 r = next(&s);
                 if (r < 0) {
-                        /* The first pass saw this too. An unsupported
-                         * construct comes after a live one; keep the value
-                         * live whatever happens. */
-                        if (s.error == ERROR_SYNTAX || (live | s.live) == 0)
+                        /* Before any operator the first pass read the same
+                         * tokens and saw this too; past one, only the first
+                         * pass knows the grammar. Either way the value stays
+                         * live. */
+                        if ((live | s.live) == 0)
                                 live |= SHELL_LIVE_SYNTAX;
                         break;
                 }

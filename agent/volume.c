@@ -21,8 +21,8 @@ bool volume_version_is_valid(const char *name) {
          * made with os.MkdirTemp(dir, "..2006_01_02_15_04_05."): one component
          * in DIR, starting with "..". Anything else would let a writer aim our
          * reads somewhere else on the node. */
-        return l > 2 && l <= VOLUME_MAX_VERSION_LENGTH && startswith(name, VOLUME_RESERVED_PREFIX) &&
-               !strchr(name, '/');
+        return l > 2 && l <= VOLUME_MAX_VERSION_LENGTH &&
+               startswith(name, VOLUME_RESERVED_PREFIX) && !strchr(name, '/');
 }
 
 /* A key names one file in the version directory, nothing else: the atomic
@@ -197,8 +197,8 @@ int volume_read(int dir_fd, const char *const *keys, size_t n_keys, size_t max_b
                         if (r < 0)
                                 return r;
                         s->n_retries = attempt;
-                        log_debug("Read %zu keys from a plain directory after %u retries.",
-                                  n_keys, attempt);
+                        log_debug("Read %zu keys from a plain directory after %u retries.", n_keys,
+                                  attempt);
                         *ret = TAKE_PTR(s);
                         return 0;
                 }
@@ -210,8 +210,7 @@ int volume_read(int dir_fd, const char *const *keys, size_t n_keys, size_t max_b
                         if (errno == ENOENT) {
                                 /* kubelet removes the old version right after
                                  * flipping ..data away from it: look again. */
-                                log_debug("Version \"%s\" vanished before it was opened.",
-                                          version);
+                                log_debug("Version \"%s\" vanished before it was opened.", version);
                                 continue;
                         }
                         if (errno == ENOTDIR) {
@@ -256,8 +255,8 @@ int volume_read(int dir_fd, const char *const *keys, size_t n_keys, size_t max_b
 
                 s->version = TAKE_PTR(version);
                 s->n_retries = attempt;
-                log_debug("Read %zu keys from version \"%s\" after %u retries.", n_keys,
-                          s->version, attempt);
+                log_debug("Read %zu keys from version \"%s\" after %u retries.", n_keys, s->version,
+                          attempt);
                 *ret = TAKE_PTR(s);
                 return 0;
         }

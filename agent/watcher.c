@@ -19,8 +19,8 @@
  * IN_CLOSE_NOWRITE: kubelet opens and reads every file on each sync (about
  * once a minute) without changing anything, and so does our own reader.
  * IN_ONLYDIR: the path must still be a directory when the watch is added. */
-#define WATCH_MASK                                                                            \
-        (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MODIFY | IN_CLOSE_WRITE |   \
+#define WATCH_MASK                                                                          \
+        (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MODIFY | IN_CLOSE_WRITE | \
          IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
 /* The watch is gone, or about to be: the directory was deleted, moved away
@@ -35,9 +35,9 @@ typedef struct DirSignature {
         dev_t dev;
         ino_t ino;
         struct timespec mtime, ctime;
-        int link_error;            /* readlink(..data): 0, or -errno (-ENOENT: plain directory) */
+        int link_error;             /* readlink(..data): 0, or -errno (-ENOENT: plain directory) */
         char version[NAME_MAX + 1]; /* the ..data target, truncated to fit */
-        uint64_t entries_hash;     /* order-independent, over the entries' lstat */
+        uint64_t entries_hash;      /* order-independent, over the entries' lstat */
         size_t n_entries;
 } DirSignature;
 
@@ -209,8 +209,7 @@ static bool signature_eq(const DirSignature *a, const DirSignature *b) {
         if (a->error)
                 return true;
         return timespec_eq(&a->mtime, &b->mtime) && timespec_eq(&a->ctime, &b->ctime) &&
-               a->link_error == b->link_error &&
-               (a->link_error || streq(a->version, b->version)) &&
+               a->link_error == b->link_error && (a->link_error || streq(a->version, b->version)) &&
                a->entries_hash == b->entries_hash && a->n_entries == b->n_entries;
 }
 
@@ -338,8 +337,8 @@ static int schedule_handler(Watcher *w, WatchReason reason) {
                 deadline = w->burst_start_usec + WATCHER_SETTLE_MAX_USEC;
 
         if (!w->settle_source) {
-                r = sd_event_add_time(w->event, &w->settle_source, CLOCK_MONOTONIC, deadline,
-                                      1000, on_settle, w);
+                r = sd_event_add_time(w->event, &w->settle_source, CLOCK_MONOTONIC, deadline, 1000,
+                                      on_settle, w);
                 if (r < 0)
                         return r;
                 (void) sd_event_source_set_description(w->settle_source, "watcher-settle");
@@ -387,8 +386,9 @@ static int on_poll(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *us
 
         r = arm_timer(w, &w->poll_source, on_poll, "watcher-poll");
         if (r < 0)
-                log_error_errno(r, "Cannot re-arm the poll timer for \"%s\": %m. "
-                                   "Changes are seen only at the next resync.",
+                log_error_errno(r,
+                                "Cannot re-arm the poll timer for \"%s\": %m. "
+                                "Changes are seen only at the next resync.",
                                 w->path);
 
         signature_read(w->path, &now);
@@ -396,10 +396,11 @@ static int on_poll(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *us
                 return 0;
 
         reason = signature_same_directory(&now, &w->sig) ? WATCH_REASON_POLL
-                                                          : WATCH_REASON_RECREATED;
+                                                         : WATCH_REASON_RECREATED;
         if (now.error && !w->sig.error)
-                log_warning_errno(now.error, "Directory \"%s\" is gone: %m. Looking for it "
-                                             "every poll interval.",
+                log_warning_errno(now.error,
+                                  "Directory \"%s\" is gone: %m. Looking for it "
+                                  "every poll interval.",
                                   w->path);
         else if (!now.error && w->sig.error)
                 log_info("Directory \"%s\" is back.", w->path);
@@ -479,8 +480,9 @@ static void handle_lost(Watcher *w) {
                 return;
         }
 
-        log_warning_errno(r, "Directory \"%s\" is gone or cannot be watched: %m. Looking for it "
-                             "every poll interval.",
+        log_warning_errno(r,
+                          "Directory \"%s\" is gone or cannot be watched: %m. Looking for it "
+                          "every poll interval.",
                           w->path);
         r = arm_timer(w, &w->retry_source, on_retry, "watcher-retry");
         if (r < 0)
@@ -535,8 +537,7 @@ static int drain_inotify(Watcher *w) {
                                 break;
                         /* Not expected; whatever it was, look again. */
                         r = negative_errno();
-                        log_warning_errno(r, "Cannot read inotify events for \"%s\": %m.",
-                                          w->path);
+                        log_warning_errno(r, "Cannot read inotify events for \"%s\": %m.", w->path);
                         overflow = true;
                         break;
                 }
@@ -650,7 +651,8 @@ int watcher_new(sd_event *e, const char *dir, WatchMode mode, uint64_t poll_inte
         int r;
 
         if (!e || !dir || !*dir || !handler || !ret || mode < 0 || mode >= _WATCH_MODE_MAX ||
-            poll_interval_usec < WATCHER_MIN_POLL_USEC || poll_interval_usec > WATCHER_MAX_POLL_USEC)
+            poll_interval_usec < WATCHER_MIN_POLL_USEC ||
+            poll_interval_usec > WATCHER_MAX_POLL_USEC)
                 return -EINVAL;
 
         w = calloc(1, sizeof *w);

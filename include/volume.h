@@ -32,22 +32,22 @@
  * under it (kubelet removes the old version right after a flip). Two flips
  * within one read are already unusual: kubelet syncs a volume about once a
  * minute. */
-#define VOLUME_MAX_RETRIES 8u
+#define VOLUME_MAX_RETRIES        8u
 
 /* The most keys one read takes (the daemon's --file limit is lower). */
-#define VOLUME_MAX_KEYS 64u
+#define VOLUME_MAX_KEYS           64u
 
 /* A ..data target is one directory name: at most NAME_MAX bytes. */
 #define VOLUME_MAX_VERSION_LENGTH 255u
 
 /* The data link and the prefix of every name kubelet reserves for itself. */
-#define VOLUME_DATA_LINK     "..data"
-#define VOLUME_RESERVED_PREFIX ".."
+#define VOLUME_DATA_LINK          "..data"
+#define VOLUME_RESERVED_PREFIX    ".."
 
 typedef struct VolumeFile {
-        char *key;   /* copy of the key asked for */
-        int error;   /* 0, or this key's -errno (see volume_read()); data is NULL then */
-        char *data;  /* the file's bytes, NUL-terminated (may contain NULs: use len) */
+        char *key;  /* copy of the key asked for */
+        int error;  /* 0, or this key's -errno (see volume_read()); data is NULL then */
+        char *data; /* the file's bytes, NUL-terminated (may contain NULs: use len) */
         size_t len;
 } VolumeFile;
 

@@ -52,17 +52,17 @@
 #include "macro.h"
 
 /* Quiet time after the last event of a burst before the handler runs. */
-#define WATCHER_SETTLE_USEC (10u * 1000u)
+#define WATCHER_SETTLE_USEC          (10u * 1000u)
 /* Longest delay from the first event of a burst to the handler call, so a
  * directory that never stops changing still gets looked at. */
-#define WATCHER_SETTLE_MAX_USEC (100u * 1000u)
+#define WATCHER_SETTLE_MAX_USEC      (100u * 1000u)
 /* Bounds on the poll interval (also the retry interval for a lost directory). */
-#define WATCHER_MIN_POLL_USEC (1u * 1000u)
-#define WATCHER_MAX_POLL_USEC (86400ull * 1000u * 1000u)
+#define WATCHER_MIN_POLL_USEC        (1u * 1000u)
+#define WATCHER_MAX_POLL_USEC        (86400ull * 1000u * 1000u)
 /* Entries looked at per poll; a ConfigMap volume holds a few (keys, ..data,
  * two versions for a moment). Entries past this are not part of the
  * signature. */
-#define WATCHER_MAX_POLL_ENTRIES 1024u
+#define WATCHER_MAX_POLL_ENTRIES     1024u
 /* inotify reads per wake-up before yielding to the rest of the loop
  * (epoll is level-triggered: what is left is read on the next iteration). */
 #define WATCHER_MAX_READS_PER_WAKEUP 64u

@@ -22,14 +22,14 @@
 #include "volume.h"
 #include "writer-child.h"
 
-#define K_CONF  "enroot.conf"
-#define K_ENV   "99-aicr-defaults.env"
-#define K_EXTRA "extra.conf"
+#define K_CONF    "enroot.conf"
+#define K_ENV     "99-aicr-defaults.env"
+#define K_EXTRA   "extra.conf"
 
-#define V1_CONF  TEST_DATA_DIR "/volume/v1/enroot.conf"
-#define V1_ENV   TEST_DATA_DIR "/volume/v1/99-aicr-defaults.env"
-#define V2_CONF  TEST_DATA_DIR "/volume/v2/enroot.conf"
-#define V2_EXTRA TEST_DATA_DIR "/volume/v2/extra.conf"
+#define V1_CONF   TEST_DATA_DIR "/volume/v1/enroot.conf"
+#define V1_ENV    TEST_DATA_DIR "/volume/v1/99-aicr-defaults.env"
+#define V2_CONF   TEST_DATA_DIR "/volume/v2/enroot.conf"
+#define V2_EXTRA  TEST_DATA_DIR "/volume/v2/extra.conf"
 
 #define MAX_BYTES (1024u * 1024u)
 
@@ -212,8 +212,8 @@ static void test_atomic_writer_states(void **state) {
                             *v2_conf = slurp(V2_CONF), *v2_extra = slurp(V2_EXTRA);
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-                const char *args[] = {"--pause-after", cases[i].step, "60", payload_v2[0],
-                                      payload_v2[1], NULL};
+                const char *args[] = {"--pause-after", cases[i].step, "60",
+                                      payload_v2[0],   payload_v2[1], NULL};
                 _cleanup_free_ char *old = NULL, *version = NULL;
                 VolumeSnapshot *s = NULL;
                 WriterChild c;
@@ -300,7 +300,8 @@ static void test_bad_data_link(void **state) {
                 {"..", -EXDEV, -EXDEV},
                 {".", -EXDEV, -EXDEV},
                 {long_target, -ENAMETOOLONG, -ENAMETOOLONG},
-                {"/" "................................................................"
+                {"/"
+                 "................................................................"
                  "................................................................"
                  "................................................................"
                  "................................................................",
@@ -381,22 +382,14 @@ static void test_key_types(void **state) {
                 const char *key;
                 int error;
         } cases[] = {
-                {K_CONF, 0},
-                {"fifo", -EBADFD},
-                {"device", -EBADFD},
-                {"directory", -EISDIR},
-                {"symlink", -ELOOP},
-                {"sparse-1GiB", -EFBIG},
-                {"at-cap", 0},
-                {"over-cap", -EFBIG},
-                {"missing", -ENOENT},
-                {"", -EINVAL},
-                {".", -EINVAL},
-                {"..", -EINVAL},
-                {"..data", -EINVAL},
-                {"..hidden", -EINVAL},
-                {"a/b", -EINVAL},
-                {"../escape", -EINVAL},
+                {K_CONF, 0},          {"fifo", -EBADFD},
+                {"device", -EBADFD},  {"directory", -EISDIR},
+                {"symlink", -ELOOP},  {"sparse-1GiB", -EFBIG},
+                {"at-cap", 0},        {"over-cap", -EFBIG},
+                {"missing", -ENOENT}, {"", -EINVAL},
+                {".", -EINVAL},       {"..", -EINVAL},
+                {"..data", -EINVAL},  {"..hidden", -EINVAL},
+                {"a/b", -EINVAL},     {"../escape", -EINVAL},
         };
         const char *keys[ELEMENTSOF(cases)];
         VolumeSnapshot *s = NULL;
@@ -637,8 +630,8 @@ static void test_versions_vanish_during_reads(void **state) {
 }
 
 static void test_error_strings(void **state) {
-        const int codes[] = {EIDRM, ENOLINK, EXDEV, ENAMETOOLONG, ESTALE, E2BIG,
-                             EFBIG, EBADFD, EISDIR, ELOOP,        EINVAL};
+        const int codes[] = {EIDRM, ENOLINK, EXDEV,  ENAMETOOLONG, ESTALE, E2BIG,
+                             EFBIG, EBADFD,  EISDIR, ELOOP,        EINVAL};
 
         for (size_t i = 0; i < ELEMENTSOF(codes); i++) {
                 assert_non_null(volume_error_to_string(-codes[i]));
@@ -665,8 +658,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_key_types, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_permission_denied, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_directory_recreated, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_versions_vanish_during_reads, setup,
-                                                teardown),
+                cmocka_unit_test_setup_teardown(test_versions_vanish_during_reads, setup, teardown),
                 cmocka_unit_test(test_error_strings),
         };
 

@@ -29,20 +29,20 @@
 #include "watcher.h"
 #include "writer-child.h"
 
-#define K_CONF  "enroot.conf"
-#define K_ENV   "99-aicr-defaults.env"
-#define K_EXTRA "extra.conf"
+#define K_CONF         "enroot.conf"
+#define K_ENV          "99-aicr-defaults.env"
+#define K_EXTRA        "extra.conf"
 
-#define V1_CONF  TEST_DATA_DIR "/volume/v1/enroot.conf"
-#define V1_ENV   TEST_DATA_DIR "/volume/v1/99-aicr-defaults.env"
-#define V2_CONF  TEST_DATA_DIR "/volume/v2/enroot.conf"
-#define V2_EXTRA TEST_DATA_DIR "/volume/v2/extra.conf"
+#define V1_CONF        TEST_DATA_DIR "/volume/v1/enroot.conf"
+#define V1_ENV         TEST_DATA_DIR "/volume/v1/99-aicr-defaults.env"
+#define V2_CONF        TEST_DATA_DIR "/volume/v2/enroot.conf"
+#define V2_EXTRA       TEST_DATA_DIR "/volume/v2/extra.conf"
 
-#define POLL_USEC     (100u * 1000u)
-#define MAX_BYTES     (1024u * 1024u)
+#define POLL_USEC      (100u * 1000u)
+#define MAX_BYTES      (1024u * 1024u)
 #define WRITER_WAIT_MS (60 * 1000)
 /* Long enough after a burst for any late handler call to show up. */
-#define SETTLE_MS 300
+#define SETTLE_MS      300
 
 static const char *const keys[] = {K_CONF, K_ENV, K_EXTRA};
 static const char *const payload_v1[] = {K_CONF "=" V1_CONF, K_ENV "=" V1_ENV, NULL};
@@ -56,7 +56,7 @@ typedef struct Ctx {
         char *version;  /* what the last call read */
         char *conf;
         int env_error, extra_error;
-        uint64_t last_call_usec;  /* CLOCK_REALTIME */
+        uint64_t last_call_usec;   /* CLOCK_REALTIME */
         uint64_t new_version_usec; /* when a call first read a version unlike the previous one */
 } Ctx;
 
@@ -238,12 +238,12 @@ static void test_arguments(void **state) {
                          -EINVAL);
         assert_int_equal(watcher_new(event, dir, WATCH_AUTO, POLL_USEC, NULL, &ctx, &w), -EINVAL);
         /* the interval limits, crossed on both sides */
-        assert_int_equal(watcher_new(event, dir, WATCH_POLL, WATCHER_MIN_POLL_USEC - 1, on_change,
-                                     &ctx, &w),
-                         -EINVAL);
-        assert_int_equal(watcher_new(event, dir, WATCH_POLL, WATCHER_MAX_POLL_USEC + 1, on_change,
-                                     &ctx, &w),
-                         -EINVAL);
+        assert_int_equal(
+                watcher_new(event, dir, WATCH_POLL, WATCHER_MIN_POLL_USEC - 1, on_change, &ctx, &w),
+                -EINVAL);
+        assert_int_equal(
+                watcher_new(event, dir, WATCH_POLL, WATCHER_MAX_POLL_USEC + 1, on_change, &ctx, &w),
+                -EINVAL);
         /* a directory problem is an error in every mode: polling would not help */
         for (int m = 0; m < _WATCH_MODE_MAX; m++) {
                 assert_int_equal(watcher_new(event, missing, m, POLL_USEC, on_change, &ctx, &w),
@@ -291,8 +291,8 @@ static void test_inotify_updates(void **state) {
 
                 v = write_while_watching(event, steps[i].payload);
                 run_for(event, SETTLE_MS);
-                print_message("%-11s: %u handler call(s), last read version %s\n",
-                              steps[i].what, ctx.calls - before, ctx.version);
+                print_message("%-11s: %u handler call(s), last read version %s\n", steps[i].what,
+                              ctx.calls - before, ctx.version);
                 assert_true(ctx.calls > before);
                 assert_int_equal(ctx.by_reason[WATCH_REASON_INOTIFY], ctx.calls);
                 assert_int_equal(ctx.last_error, 0);
@@ -497,8 +497,8 @@ static uint64_t ctime_usec(const char *path) {
  * in rename(2), from its coarse clock: at most a tick early, so the figure
  * is an upper bound). */
 static void test_latency(void **state) {
-        const char *args[] = {"--trace", "--pause-after", "rename", "60", K_CONF "=" V2_CONF,
-                              K_ENV "=" V1_ENV, NULL};
+        const char *args[] = {"--trace",          "--pause-after",  "rename", "60",
+                              K_CONF "=" V2_CONF, K_ENV "=" V1_ENV, NULL};
         _cleanup_free_ char *v1 = NULL;
         char data_link[sizeof dir + 16];
         WriterChild c;
@@ -761,7 +761,7 @@ static void test_poll_mode(void **state) {
  * /proc/sys/user/max_inotify_*), so nothing outside the child is touched. */
 
 typedef struct ChildResult {
-        int skip_errno;    /* the child could not set the scene: skip */
+        int skip_errno; /* the child could not set the scene: skip */
         char skip_what[64];
         int auto_r, auto_mode;
         char reason[512];
@@ -860,8 +860,7 @@ static void exercise_fallback(ChildResult *res, const char *sysctl_path) {
                 return;
         res->auto_mode = watcher_active_mode(w);
         if (watcher_fallback_reason(w))
-                (void) snprintf(res->reason, sizeof res->reason, "%s",
-                                watcher_fallback_reason(w));
+                (void) snprintf(res->reason, sizeof res->reason, "%s", watcher_fallback_reason(w));
 
         if (writer_spawn(&c, dir, p2) < 0)
                 _exit(3);
@@ -949,8 +948,7 @@ static void verify_scene(ChildResult *res) {
 
         if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0) {
                 res->skip_errno = errno;
-                (void) snprintf(res->skip_what, sizeof res->skip_what,
-                                "a private mount namespace");
+                (void) snprintf(res->skip_what, sizeof res->skip_what, "a private mount namespace");
                 return;
         }
         if (sd_event_new(&e) < 0 ||
@@ -1009,8 +1007,8 @@ static void verify_scene(ChildResult *res) {
 
                 res->read_update = run.status == 0 && fd >= 0 &&
                                    volume_read_version(fd, &final) == 0 && final &&
-                                   ctx.calls > calls && ctx.last_error == 0 &&
-                                   ctx.env_error == 0 && streq_ptr(ctx.version, final);
+                                   ctx.calls > calls && ctx.last_error == 0 && ctx.env_error == 0 &&
+                                   streq_ptr(ctx.version, final);
         }
 
         watcher_free(w_auto);
@@ -1033,8 +1031,7 @@ static void test_verify_missed_change(void **state) {
         print_message("verify after a reported update: %d, %d; after a mount over the "
                       "directory: auto %d (now %s: \"%s\"), inotify %d; poll %d\n",
                       res.verify[0], res.verify[1], res.verify[2],
-                      watch_mode_to_string(res.auto_mode), res.reason, res.verify[3],
-                      res.auto_r);
+                      watch_mode_to_string(res.auto_mode), res.reason, res.verify[3], res.auto_r);
         assert_int_equal(res.verify[0], 0);
         assert_int_equal(res.verify[1], 0);
         assert_int_equal(res.verify[2], 1);
@@ -1054,8 +1051,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_inotify_updates, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_noop_sync, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rapid_updates, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_rapid_updates_kubelet_speed, setup,
-                                                teardown),
+                cmocka_unit_test_setup_teardown(test_rapid_updates_kubelet_speed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_latency, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_idle_no_wakeups, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_overflow, setup, teardown),

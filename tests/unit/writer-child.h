@@ -16,7 +16,7 @@
 
 #include "macro.h"
 
-#define WRITER_SCRIPT TEST_DATA_DIR "/../tools/atomic-writer.sh"
+#define WRITER_SCRIPT   TEST_DATA_DIR "/../tools/atomic-writer.sh"
 #define WRITER_MAX_ARGS 64
 
 typedef struct WriterChild {
