@@ -454,9 +454,13 @@ static int add_watch(Watcher *w) {
 
 static int on_retry(sd_event_source *s, uint64_t usec, void *userdata);
 
-/* The watch is gone: drop it and watch whatever is at the path now, or look
- * for it every poll interval. */
-static void handle_lost(Watcher *w) {
+/* The watch is gone, or watches the wrong directory: drop it and watch
+ * whatever is at the path now, or look for it every poll interval. Logs
+ * above debug only when called from an event callback (from_callback);
+ * watcher_verify()'s caller does its own logging. Returns 0 or the -errno of
+ * arming the replacement (polling, or the retry timer). */
+static int handle_lost(Watcher *w, bool from_callback) {
+        int level = from_callback ? LOG_WARNING : LOG_DEBUG;
         int r;
 
         if (w->wd >= 0)
@@ -467,26 +471,22 @@ static void handle_lost(Watcher *w) {
 
         r = add_watch(w);
         if (r >= 0) {
-                log_notice("Directory \"%s\" was replaced; watching the new one.", w->path);
-                return;
+                log_full_errno(from_callback ? LOG_NOTICE : LOG_DEBUG, 0,
+                               "Directory \"%s\" was replaced; watching the new one.", w->path);
+                return 0;
         }
         if (!is_directory_error(r) && w->mode == WATCH_AUTO) {
                 set_add_watch_reason(w, r);
-                log_warning("Watching \"%s\" by polling from now on: %s", w->path,
-                            w->fallback_reason);
-                r = start_poll(w);
-                if (r < 0)
-                        log_error_errno(r, "Cannot start polling \"%s\": %m.", w->path);
-                return;
+                log_full_errno(level, 0, "Watching \"%s\" by polling from now on: %s", w->path,
+                               w->fallback_reason);
+                return start_poll(w);
         }
 
-        log_warning_errno(r,
-                          "Directory \"%s\" is gone or cannot be watched: %m. Looking for it "
-                          "every poll interval.",
-                          w->path);
-        r = arm_timer(w, &w->retry_source, on_retry, "watcher-retry");
-        if (r < 0)
-                log_error_errno(r, "Cannot arm the timer that looks for \"%s\": %m.", w->path);
+        log_full_errno(level, r,
+                       "Directory \"%s\" is gone or cannot be watched: %m. Looking for it "
+                       "every poll interval.",
+                       w->path);
+        return arm_timer(w, &w->retry_source, on_retry, "watcher-retry");
 }
 
 static int on_retry(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *userdata) {
@@ -561,7 +561,11 @@ static int drain_inotify(Watcher *w) {
         }
 
         if (lost) {
-                handle_lost(w);
+                r = handle_lost(w, true);
+                if (r < 0)
+                        log_error_errno(r, "Cannot keep watching \"%s\": %m. Changes are seen "
+                                           "only at the next resync.",
+                                        w->path);
                 r = schedule_handler(w, WATCH_REASON_RECREATED);
         } else if (overflow) {
                 log_notice("The inotify queue for \"%s\" overflowed; reading everything again.",
@@ -735,6 +739,18 @@ int watcher_verify(Watcher *w) {
         if (w->pending || signature_eq(&now, &w->sig))
                 return 0;
 
+        if (!signature_same_directory(&now, &w->sig)) {
+                /* The path names another directory than the one watched, and
+                 * no IN_DELETE_SELF said so: a filesystem mounted over it (a
+                 * volume remount), or the path's parent replaced. Watch what
+                 * is there now; inotify itself did nothing wrong. */
+                w->sig = now;
+                r = handle_lost(w, false);
+                return r < 0 ? r : 1;
+        }
+
+        /* The same directory changed and inotify never said so: its
+         * filesystem does not report (every) change. */
         w->sig = now;
         if (w->mode != WATCH_AUTO)
                 return 1;

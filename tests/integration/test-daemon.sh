@@ -144,6 +144,27 @@ want=$(sha256sum "$WORK/src/enroot.conf" | cut -d' ' -f1)
 wait_for 3 sh -c "curl -sf http://127.0.0.1:$PORT/metrics | grep -q 'side=\"desired\",sha256=\"$want\"'" &&
         pass || fail "after 20 updates the desired hash is not the last one"
 
+# --- bad input on either side: a clear state, the agent keeps serving ---------
+mv "$root/etc/enroot/enroot.conf" "$WORK/enroot.conf.saved"
+mkfifo "$root/etc/enroot/enroot.conf"
+kill -HUP "$AGENT_PID"
+expect_metric 'aicr_enroot_config_state{file="enroot.conf",state="unreadable"}' 1
+[ "$(status | jq -r '.files[0].detail')" = "/etc/enroot/enroot.conf cannot be read: it is not a regular file (a FIFO, socket or device)" ] &&
+        pass || fail "FIFO detail: $(status | jq -r '.files[0].detail')"
+rm "$root/etc/enroot/enroot.conf"
+kill -HUP "$AGENT_PID"
+expect_metric 'aicr_enroot_config_state{file="enroot.conf",state="missing"}' 1
+mv "$WORK/enroot.conf.saved" "$root/etc/enroot/enroot.conf"
+ln -sfn /etc "$cm/..data_tmp" && mv -T "$cm/..data_tmp" "$cm/..data"
+expect_metric 'aicr_enroot_config_state{file="enroot.conf",state="unreadable"}' 1
+[ "$(curl -s "http://127.0.0.1:$PORT/healthz")" = ok ] && pass || fail "/healthz with a broken volume"
+expect_status 1 "$AGENT" --check --listen "127.0.0.1:$PORT"
+grep -q 'desired side' "$WORK/out" && pass || fail "--check with a broken volume: $(cat "$WORK/out")"
+grep -q 'points outside the volume' "$WORK/agent.log" && pass ||
+        fail "no log line for ..data outside the volume: $(tail -3 "$WORK/agent.log")"
+publish "ENROOT_MOUNT_HOME=yes\nENROOT_REMAP_ROOT=yes\nENROOT_MAX_PROCESSORS=20\n" 'NCCL_DEBUG=WARN\n'
+expect_metric 'aicr_enroot_config_state{file="enroot.conf",state="drifted"}' 1
+
 # --- SIGHUP evaluates now; values never reach logs or metrics -----------------
 before=$(metric 'aicr_enroot_agent_evaluations_total{trigger="signal"}')
 kill -HUP "$AGENT_PID"
