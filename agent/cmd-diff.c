@@ -121,14 +121,11 @@ int cmd_diff(int argc, char **argv) {
         }
 
         if (format == REPORT_JSON) {
-                json_t *o = report_diff_json(a, b, d, show_values);
-                if (!o || json_dumpf(o, stdout, JSON_INDENT(2)) < 0) {
-                        json_decref(o);
-                        (void) log_oom();
+                r = report_print_json(report_diff_json(a, b, d, show_values), stdout);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot print the JSON report: %m");
                         return EXIT_TROUBLE;
                 }
-                json_decref(o);
-                putchar('\n');
         } else {
                 StrBuf out = STRBUF_INIT(DIFF_MAX_OUTPUT_BYTES);
                 r = report_diff_text(&out, a, b, d, show_values);

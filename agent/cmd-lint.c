@@ -254,16 +254,14 @@ int cmd_lint(int argc, char **argv) {
                 (void) lint_path(&run, argv[i]);
 
         if (run.format == REPORT_JSON) {
-                json_t *o = json_pack("{s:O, s:I, s:I}", "files", run.files, "errors",
-                                      (json_int_t) run.n_errors, "warnings",
-                                      (json_int_t) run.n_warnings);
-                if (!o || json_dumpf(o, stdout, JSON_INDENT(2)) < 0) {
-                        json_decref(o);
-                        (void) log_oom();
+                int r = report_print_json(json_pack("{s:O, s:I, s:I}", "files", run.files, "errors",
+                                                    (json_int_t) run.n_errors, "warnings",
+                                                    (json_int_t) run.n_warnings),
+                                          stdout);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot print the JSON report: %m");
                         return EXIT_TROUBLE;
                 }
-                json_decref(o);
-                putchar('\n');
         } else
                 fputs(strbuf_str(&run.text), stdout);
 

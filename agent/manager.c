@@ -296,13 +296,28 @@ static int on_resync(sd_event_source *s, uint64_t usec, void *userdata) {
         int r;
 
         /* A change inotify never reported means the filesystem does not
-         * deliver events (virtio-fs, 9p): the watcher switches to polling. */
+         * deliver events (virtio-fs, 9p): in auto mode the watcher polls. */
         r = watcher_verify(m->watcher);
-        if (r > 0)
+        switch (r) {
+        case WATCH_VERIFY_FELL_BACK:
                 log_warning("The ConfigMap directory changed without an inotify event (%s): "
                             "polling every %llu s from now on.",
                             strnull(watcher_fallback_reason(m->watcher)),
                             (unsigned long long) (m->options->poll_usec / 1000000u));
+                break;
+        case WATCH_VERIFY_MISSED:
+                log_warning("The ConfigMap directory changed without an inotify event; "
+                            "--watch inotify keeps watching: consider --watch auto or poll.");
+                break;
+        case WATCH_VERIFY_REWATCHED:
+                log_notice("A filesystem was mounted over the ConfigMap directory: watching "
+                           "the new one.");
+                break;
+        default:
+                if (r < 0)
+                        log_warning_errno(r, "Cannot verify the watch on the ConfigMap "
+                                             "directory: %m");
+        }
         (void) manager_evaluate(m, TRIGGER_RESYNC);
 
         r = sd_event_source_set_time_relative(s, m->options->resync_usec);

@@ -186,3 +186,14 @@ json_t *report_diff_json(const char *desired_name, const char *running_name, con
         }
         return o;
 }
+
+int report_print_json(json_t *o, FILE *f) {
+        int r = 0;
+
+        if (!o)
+                return -ENOMEM;
+        if (json_dumpf(o, f, JSON_INDENT(2)) < 0 || fputc('\n', f) == EOF)
+                r = -EIO;
+        json_decref(o);
+        return r;
+}

@@ -563,8 +563,9 @@ static int drain_inotify(Watcher *w) {
         if (lost) {
                 r = handle_lost(w, true);
                 if (r < 0)
-                        log_error_errno(r, "Cannot keep watching \"%s\": %m. Changes are seen "
-                                           "only at the next resync.",
+                        log_error_errno(r,
+                                        "Cannot keep watching \"%s\": %m. Changes are seen "
+                                        "only at the next resync.",
                                         w->path);
                 r = schedule_handler(w, WATCH_REASON_RECREATED);
         } else if (overflow) {
@@ -720,14 +721,14 @@ int watcher_verify(Watcher *w) {
         if (!w)
                 return -EINVAL;
         if (w->active != WATCH_INOTIFY || w->wd < 0)
-                return 0;
+                return WATCH_VERIFY_OK;
 
         /* Take in what inotify already queued: those changes were reported. */
         r = drain_inotify(w);
         if (r < 0)
                 return r;
         if (w->pending || w->active != WATCH_INOTIFY || w->wd < 0)
-                return 0;
+                return WATCH_VERIFY_OK;
 
         signature_read(w->path, &now);
 
@@ -737,7 +738,7 @@ int watcher_verify(Watcher *w) {
         if (r < 0)
                 return r;
         if (w->pending || signature_eq(&now, &w->sig))
-                return 0;
+                return WATCH_VERIFY_OK;
 
         if (!signature_same_directory(&now, &w->sig)) {
                 /* The path names another directory than the one watched, and
@@ -746,14 +747,16 @@ int watcher_verify(Watcher *w) {
                  * is there now; inotify itself did nothing wrong. */
                 w->sig = now;
                 r = handle_lost(w, false);
-                return r < 0 ? r : 1;
+                if (r < 0)
+                        return r;
+                return w->active == WATCH_POLL ? WATCH_VERIFY_FELL_BACK : WATCH_VERIFY_REWATCHED;
         }
 
         /* The same directory changed and inotify never said so: its
          * filesystem does not report (every) change. */
         w->sig = now;
         if (w->mode != WATCH_AUTO)
-                return 1;
+                return WATCH_VERIFY_MISSED;
 
         set_reason(w, 0,
                    "\"%s\" changed without an inotify event: its filesystem does not report "
@@ -762,5 +765,5 @@ int watcher_verify(Watcher *w) {
         r = start_poll(w);
         if (r < 0)
                 return r;
-        return 1;
+        return WATCH_VERIFY_FELL_BACK;
 }

@@ -35,6 +35,10 @@ json_t *report_lint_json(const char *file, const char *type, const Lint *l);
 int report_diff_text(StrBuf *out, const char *desired_name, const char *running_name, const Diff *d,
                      bool show_values);
 
+/* Prints o (steals the reference; NULL means it could not be built) to f,
+ * indented, with a final newline. Returns 0, -ENOMEM (o is NULL) or -EIO. */
+int report_print_json(json_t *o, FILE *f);
+
 /* Returns a new JSON object describing the diff, or NULL on -ENOMEM. */
 json_t *report_diff_json(const char *desired_name, const char *running_name, const Diff *d,
                          bool show_values);

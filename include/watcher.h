@@ -33,7 +33,7 @@
  * the user on the node, often 128; ENOSYS, EINVAL: a runtime without it),
  * inotify_add_watch() fails (ENOSPC: fs.inotify.max_user_watches), the
  * directory is on a filesystem whose changes made outside this kernel raise no
- * event (FUSE/virtio-fs as in Kata, 9p as in gVisor, NFS, SMB, Ceph), or
+ * event (FUSE/virtio-fs, 9p, NFS, SMB, Ceph: see remote_filesystem_name()), or
  * watcher_verify() found a change no event announced. The switch is for good.
  *
  * The handler is called from the event loop; it must not free the watcher.
@@ -132,13 +132,24 @@ const char *watcher_fallback_reason(const Watcher *w);
 /* The path being watched (borrowed). */
 const char *watcher_path(const Watcher *w);
 
+/* What watcher_verify() found (all but OK are worth a log line and a
+ * re-read by the owner). */
+enum {
+        WATCH_VERIFY_OK = 0,        /* nothing went unreported, or polling: nothing to verify */
+        WATCH_VERIFY_MISSED = 1,    /* the directory changed without an event; mode inotify
+                                     * was asked for, so the watcher keeps using it */
+        WATCH_VERIFY_FELL_BACK = 2, /* same, in auto mode: the watcher polls from now on
+                                     * (watcher_fallback_reason() says why) */
+        WATCH_VERIFY_REWATCHED = 3, /* the path names another directory than the one watched
+                                     * (a filesystem mounted over it, a parent replaced): the
+                                     * watcher watches that one now (or looks for it every poll
+                                     * interval when nothing is there), still with inotify */
+};
+
 /* For the owner's periodic re-verification (its resync timer): checks
  * whether the directory changed since the handler last ran without inotify
  * saying so. Events already queued are taken in first (they schedule the
  * handler as usual), so a change that inotify did report is never counted.
- * Returns 0 (nothing missed, or polling: nothing to verify), 1 when a change
- * went unreported: in auto mode the watcher now polls (see
- * watcher_fallback_reason(); the owner should log it and re-read), in inotify
- * mode it keeps watching. The handler is not called from here.
- * Returns -errno on failure (-ENOMEM, sd-event errors). */
+ * Returns a WATCH_VERIFY_* value, or -errno (-ENOMEM, sd-event errors).
+ * The handler is not called from here, and nothing is logged above debug. */
 int watcher_verify(Watcher *w);

@@ -49,3 +49,24 @@ expect_file_eq() {
                 fail "$3 differs from $(basename "$1"):"$'\n'"$(diff -u "$1" "$2" | head -40)"
         fi
 }
+
+# expect_same_settings FILE WANT GOT: the differential tests' comparison of a
+# reference's KEY=VALUE lines with model-dump's: the same keys, and the same
+# value wherever the model knows it (it prints KEY=<dynamic> otherwise).
+expect_same_settings() {
+        local file=$1 want=$2 got=$3 line ok=1
+        if [ "$(sed 's/=.*//' <<<"$want")" != "$(sed 's/=.*//' <<<"$got")" ]; then
+                ok=0
+        else
+                while IFS= read -r line; do
+                        [ -n "$line" ] || continue
+                        case $line in *=\<dynamic\>) continue ;; esac
+                        grep -qxF -- "$line" <<<"$want" || ok=0
+                done <<<"$got"
+        fi
+        if [ "$ok" = 1 ]; then
+                pass
+        else
+                fail "$(basename "$file"):"$'\n'"--- file:"$'\n'"$(cat -A "$file")"$'\n'"--- reference:"$'\n'"$want"$'\n'"--- model:"$'\n'"$got"
+        fi
+}

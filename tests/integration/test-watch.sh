@@ -18,6 +18,15 @@ mkdir "$D"
 
 writer() { bash "$WRITER" "$@"; }
 
+# check MESSAGE CMD...: passes when CMD succeeds, fails with MESSAGE otherwise
+check() {
+        local msg=$1
+        shift
+        if "$@"; then pass; else fail "$msg"; fi
+}
+
+entries() { find "$1" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort | tr '\n' ' '; }
+
 # identity of a path without following it: inode and ctime
 ident() { stat -c '%i %Z.%z' -- "$1"; }
 
@@ -29,41 +38,43 @@ if [[ $out == version* && $v1 =~ ^\.\.[0-9]{4}_[0-9]{2}_[0-9]{2}_[0-9]{2}_[0-9]{
 else
         fail "first write printed \"$out\", not \"version ..YYYY_MM_DD_hh_mm_ss.NNNNNNNNN\""
 fi
-[ "$(readlink "$D/..data")" = "$v1" ] && pass || fail "..data does not point to $v1"
+check "..data does not point to $v1" [ "$(readlink "$D/..data")" = "$v1" ]
 for key in enroot.conf 99-aicr-defaults.env; do
-        [ "$(readlink "$D/$key")" = "..data/$key" ] && pass || fail "$key is not a link to ..data/$key"
+        check "$key is not a link to ..data/$key" [ "$(readlink "$D/$key")" = "..data/$key" ]
         expect_file_eq "$V1/$key" "$D/$key" "$key through its link"
-        [ "$(stat -c %a "$D/$v1/$key")" = 644 ] && pass || fail "$key mode is not 0644 under umask 077"
+        check "$key mode is not 0644 under umask 077" [ "$(stat -c %a "$D/$v1/$key")" = 644 ]
 done
-[ "$(stat -c %a "$D/$v1")" = 755 ] && pass || fail "version directory mode is not 0755 under umask 077"
-[ ! -e "$D/..data_tmp" ] && [ ! -L "$D/..data_tmp" ] && pass || fail "..data_tmp left behind"
+check "version directory mode is not 0755 under umask 077" [ "$(stat -c %a "$D/$v1")" = 755 ]
+check "..data_tmp left behind" [ ! -e "$D/..data_tmp" ]
+check "..data_tmp left behind (dangling)" [ ! -L "$D/..data_tmp" ]
 
 # --- no-op sync: nothing written, nothing touched ----------------------------
 before_data=$(ident "$D/..data")
 before_dir=$(stat -c '%Y.%y' "$D")
 sleep 0.01
 out=$(writer "$D" enroot.conf="$V1/enroot.conf" 99-aicr-defaults.env="$V1/99-aicr-defaults.env")
-[ "$out" = "unchanged $v1" ] && pass || fail "no-op sync printed \"$out\""
-[ "$(ident "$D/..data")" = "$before_data" ] && pass || fail "no-op sync replaced ..data"
-[ "$(stat -c '%Y.%y' "$D")" = "$before_dir" ] && pass || fail "no-op sync changed the directory"
-[ "$(find "$D" -maxdepth 1 -name '..2*' | wc -l)" -eq 1 ] && pass || fail "no-op sync made a version"
+check "no-op sync printed \"$out\"" [ "$out" = "unchanged $v1" ]
+check "no-op sync replaced ..data" [ "$(ident "$D/..data")" = "$before_data" ]
+check "no-op sync changed the directory" [ "$(stat -c '%Y.%y' "$D")" = "$before_dir" ]
+check "no-op sync made a version" [ "$(find "$D" -maxdepth 1 -name '..2*' | wc -l)" -eq 1 ]
 
 # --- update: a key changed, one added, one removed ---------------------------
 out=$(writer "$D" --mode 0600 enroot.conf="$V2/enroot.conf" extra.conf="$V2/extra.conf")
 v2=${out#version }
-[ "$v2" != "$v1" ] && [ "$(readlink "$D/..data")" = "$v2" ] && pass || fail "update did not flip ..data"
-[ ! -e "$D/$v1" ] && pass || fail "old version $v1 not removed"
-[ ! -L "$D/99-aicr-defaults.env" ] && pass || fail "removed key's link still there"
+check "update printed the old version" [ "$v2" != "$v1" ]
+check "update did not flip ..data" [ "$(readlink "$D/..data")" = "$v2" ]
+check "old version $v1 not removed" [ ! -e "$D/$v1" ]
+check "removed key's link still there" [ ! -L "$D/99-aicr-defaults.env" ]
 expect_file_eq "$V2/enroot.conf" "$D/enroot.conf" "updated enroot.conf"
 expect_file_eq "$V2/extra.conf" "$D/extra.conf" "added extra.conf"
-[ "$(stat -c %a "$D/$v2/extra.conf")" = 600 ] && pass || fail "--mode 0600 not applied"
-[ "$(ls -A "$D" | sort | tr '\n' ' ')" = "$(printf '%s\n' ..data "$v2" enroot.conf extra.conf | sort | tr '\n' ' ')" ] &&
-        pass || fail "unexpected entries: $(ls -A "$D" | tr '\n' ' ')"
+check "--mode 0600 not applied" [ "$(stat -c %a "$D/$v2/extra.conf")" = 600 ]
+expected=$(printf '%s\n' ..data "$v2" enroot.conf extra.conf | sort | tr '\n' ' ')
+check "unexpected entries: $(entries "$D")" [ "$(entries "$D")" = "$expected" ]
 
 # --- two writes within one second get two names -----------------------------
 a=$(writer "$D" enroot.conf="$V1/enroot.conf")
 b=$(writer "$D" enroot.conf="$V2/enroot.conf")
-[ "$a" != "$b" ] && pass || fail "two versions share a name: $a"
+check "two versions share a name: $a" [ "$a" != "$b" ]
 
 # --- a pause, ended early by SIGUSR1 ------------------------------------------
 fifo=$WORK/writer-stdout
@@ -75,15 +86,16 @@ bash "$WRITER" "$D" --pause-after rename 60 enroot.conf="$V1/enroot.conf" >"$fif
 pid=$!
 exec 3<"$fifo"
 read -r line <&3 || line=
-[ "$line" = "paused rename" ] && pass || fail "expected \"paused rename\", got \"$line\""
+check "expected \"paused rename\", got \"$line\"" [ "$line" = "paused rename" ]
 expect_file_eq "$V1/enroot.conf" "$D/..data/enroot.conf" "..data during the pause"
 kill -USR1 "$pid"
 read -r line <&3 || line=
 exec 3<&-
 st=0
 wait "$pid" || st=$?
-[ "$st" -eq 0 ] && [[ $line == version* ]] && pass || fail "after SIGUSR1: exit $st, \"$line\""
-[ $((SECONDS - start)) -lt 30 ] && pass || fail "SIGUSR1 did not end the pause"
+check "after SIGUSR1: exit $st" [ "$st" -eq 0 ]
+check "after SIGUSR1: \"$line\"" [ "${line%% *}" = version ]
+check "SIGUSR1 did not end the pause" [ $((SECONDS - start)) -lt 30 ]
 
 # --- usage errors --------------------------------------------------------------
 expect_status 2 writer "$D" ..data="$V1/enroot.conf"
@@ -97,6 +109,6 @@ expect_status 2 writer "$D" --mode 999 k="$V1/enroot.conf"
 expect_status 2 writer "$D" notapair
 expect_status 2 writer
 expect_status 1 writer "$WORK/missing-dir" k="$V1/enroot.conf"
-grep -q 'no-such-dir\|is not a directory' "$WORK/err" && pass || fail "missing DIR not named: $(cat "$WORK/err")"
+check "missing DIR not named: $(cat "$WORK/err")" grep -q 'missing-dir.*is not a directory' "$WORK/err"
 
 finish

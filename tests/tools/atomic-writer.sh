@@ -78,8 +78,9 @@ while [ $# -gt 0 ]; do
                 shift 3
                 ;;
         --mode)
-                [ $# -ge 2 ] && [[ $2 =~ ^0?[0-7]{3}$ ]] ||
+                if [ $# -lt 2 ] || ! [[ $2 =~ ^0?[0-7]{3}$ ]]; then
                         usage_error "--mode needs an octal file mode such as 0644"
+                fi
                 mode=$2
                 shift 2
                 ;;
@@ -99,7 +100,9 @@ while [ $# -gt 0 ]; do
                 "" | . | .. | ..* | */*) usage_error "\"$key\" is not a usable ConfigMap key" ;;
                 esac
                 [ -z "${payload[$key]+x}" ] || usage_error "key \"$key\" given twice"
-                [ -f "$src" ] && [ -r "$src" ] || usage_error "$key: cannot read \"$src\""
+                if [ ! -f "$src" ] || [ ! -r "$src" ]; then
+                        usage_error "$key: cannot read \"$src\""
+                fi
                 payload[$key]=$src
                 keys+=("$key")
                 shift

@@ -725,7 +725,7 @@ static void test_poll_mode(void **state) {
         assert_int_equal(watcher_active_mode(watcher), WATCH_POLL);
         /* asked for, not a fallback */
         assert_null(watcher_fallback_reason(watcher));
-        assert_int_equal(watcher_verify(watcher), 0);
+        assert_int_equal(watcher_verify(watcher), WATCH_VERIFY_OK);
 
         v2 = write_while_watching(event, p2);
         assert_true(run_until(event, reads_version, v2, 5000));
@@ -755,6 +755,78 @@ static void test_poll_mode(void **state) {
                       ctx.by_reason[WATCH_REASON_POLL], ctx.by_reason[WATCH_REASON_RECREATED]);
 }
 
+/* A directory that never goes quiet still gets looked at: the handler runs
+ * at the latest WATCHER_SETTLE_MAX_USEC after a burst began. A child
+ * rewrites a file every 2 ms for 600 ms. */
+static void test_settle_cap(void **state) {
+        enum { STREAM_MS = 600, EVERY_US = 2000 };
+        uint64_t t0, first_call;
+        WriterChild c = {.pid = -1, .out_fd = -1};
+        Running run = {.child = &c, .status = -1};
+
+        start_watcher(WATCH_INOTIFY);
+        t0 = now_usec(CLOCK_REALTIME);
+        c.pid = fork();
+        assert_true(c.pid >= 0);
+        if (c.pid == 0) {
+                _cleanup_close_ int at = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                uint64_t end = now_usec(CLOCK_MONOTONIC) + STREAM_MS * 1000ull;
+
+                while (at >= 0 && now_usec(CLOCK_MONOTONIC) < end) {
+                        int fd =
+                                openat(at, "noise", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                        if (fd < 0 || write(fd, "x", 1) != 1)
+                                _exit(1);
+                        (void) close(fd);
+                        (void) usleep(EVERY_US);
+                }
+                _exit(0);
+        }
+        while (ctx.calls == 0 && !child_done(&run))
+                assert_true(sd_event_run(event, 10 * 1000) >= 0);
+        first_call = ctx.last_call_usec;
+        assert_true(run_until(event, child_done, &run, WRITER_WAIT_MS));
+        assert_int_equal(run.status, 0);
+        run_for(event, SETTLE_MS);
+        print_message("events every %d ms for %d ms: first call after %.0f ms, %u call(s) in "
+                      "all (cap %u ms)\n",
+                      EVERY_US / 1000, STREAM_MS, (double) (first_call - t0) / 1000.0, ctx.calls,
+                      WATCHER_SETTLE_MAX_USEC / 1000);
+        assert_true(ctx.calls >= 2);
+        /* one call per cap period at most, plus the last, plus slack for
+         * stalls of the writer longer than the settle time */
+        assert_true(ctx.calls <= STREAM_MS * 1000 / WATCHER_SETTLE_MAX_USEC + 4);
+        assert_true(first_call - t0 < 3 * WATCHER_SETTLE_MAX_USEC);
+}
+
+/* Past WATCHER_MAX_POLL_ENTRIES entries, polling still sees a key added
+ * (the directory's own mtime) without looking at every entry. */
+static void test_poll_many_entries(void **state) {
+        enum { MANY = WATCHER_MAX_POLL_ENTRIES + 200 };
+        const char *p3[] = {K_CONF "=" V1_CONF, K_ENV "=" V1_ENV, K_EXTRA "=" V2_EXTRA, NULL};
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *v = NULL;
+
+        assert_true(fd >= 0);
+        for (int i = 0; i < MANY; i++) {
+                char name[32];
+                int f;
+
+                (void) snprintf(name, sizeof name, "other-%d", i);
+                f = openat(fd, name, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                assert_true(f >= 0);
+                assert_int_equal(close(f), 0);
+        }
+        start_watcher(WATCH_POLL);
+        run_for(event, 3 * POLL_USEC / 1000);
+        assert_int_equal(ctx.calls, 0);
+
+        v = write_while_watching(event, p3);
+        assert_true(run_until(event, reads_version, v, 5000));
+        assert_int_equal(ctx.extra_error, 0);
+        assert_int_equal(ctx.last_reason, WATCH_REASON_POLL);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Fallback, for real: inotify limits lowered to 0 in a child's own user
  * namespace (fs.inotify.max_user_* are per user namespace there, as
@@ -769,7 +841,9 @@ typedef struct ChildResult {
         unsigned calls;
         int last_reason;
         bool read_update;
-        int verify[4];
+        int verify[8];
+        int modes[4];
+        bool seen[4];
 } ChildResult;
 
 static int write_proc(const char *path, const char *value) {
@@ -781,16 +855,21 @@ static int write_proc(const char *path, const char *value) {
         return 0;
 }
 
+/* Becomes root in a new user namespace, mapped to whoever we were (root or
+ * not: an unprivileged user may do this where user namespaces are allowed). */
 static bool enter_user_namespace(ChildResult *res) {
-        static const struct {
+        char uid_map[32], gid_map[32];
+        const struct {
                 const char *path, *value;
         } steps[] = {
                 {"/proc/self/setgroups", "deny"},
-                {"/proc/self/uid_map", "0 0 1"},
-                {"/proc/self/gid_map", "0 0 1"},
+                {"/proc/self/uid_map", uid_map},
+                {"/proc/self/gid_map", gid_map},
         };
         int r;
 
+        (void) snprintf(uid_map, sizeof uid_map, "0 %u 1", (unsigned) geteuid());
+        (void) snprintf(gid_map, sizeof gid_map, "0 %u 1", (unsigned) getegid());
         if (unshare(CLONE_NEWUSER) < 0) {
                 res->skip_errno = errno;
                 (void) snprintf(res->skip_what, sizeof res->skip_what, "unshare(CLONE_NEWUSER)");
@@ -931,89 +1010,122 @@ static void test_fallback(void **state) {
         }
 }
 
-/* A change that raises no inotify event: a filesystem mounted over the
- * directory (what a volume remount looks like, and what a virtio-fs or 9p
- * share does all the time). watcher_verify() catches it: auto mode falls
- * back to polling, inotify mode reports it and stays. Mounts happen in a
- * child's private mount namespace. */
-static void verify_scene(ChildResult *res) {
-        const char *p2[] = {K_CONF "=" V2_CONF, NULL};
-        sd_event *e = NULL;
-        Watcher *w_auto = NULL, *w_inotify = NULL, *w_poll = NULL;
-        Ctx c_poll = {.dir = dir};
+/* Runs the loop until the writer (payload) is done and SETTLE_MS more;
+ * returns its exit code. For children, where cmocka must not be used. */
+static int child_write(sd_event *e, const char *const *payload, unsigned settle_ms) {
         WriterChild c;
         Running run = {.child = &c, .status = -1};
-        unsigned calls;
         uint64_t end;
 
+        if (writer_spawn(&c, dir, payload) < 0)
+                return -1;
+        end = now_usec(CLOCK_MONOTONIC) + WRITER_WAIT_MS * 1000ull;
+        while (!child_writer_done(&run) && now_usec(CLOCK_MONOTONIC) < end)
+                (void) sd_event_run(e, 10 * 1000);
+        (void) writer_finish(&c, 0);
+        end = now_usec(CLOCK_MONOTONIC) + settle_ms * 1000ull;
+        while (now_usec(CLOCK_MONOTONIC) < end)
+                (void) sd_event_run(e, 10 * 1000);
+        return run.status;
+}
+
+static bool reads_final_version(const Ctx *c) {
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *final = NULL;
+
+        return fd >= 0 && volume_read_version(fd, &final) == 0 && final && c->last_error == 0 &&
+               streq_ptr(c->version, final);
+}
+
+/* Changes that raise no inotify event, staged with mounts in a child's
+ * private mount namespace:
+ * - a tmpfs over the version directory (through ..data): the same
+ *   directory's content changed unannounced, as on a virtio-fs or 9p share:
+ *   auto falls back to polling, inotify mode reports it and stays;
+ * - a tmpfs over the directory itself (a volume remount): another directory
+ *   at the path: the watcher watches that one, in inotify mode still. */
+static void verify_scene(ChildResult *res) {
+        const char *p2[] = {K_CONF "=" V2_CONF, NULL};
+        char version_path[sizeof dir + 16];
+        sd_event *e = NULL;
+        Watcher *w_auto = NULL, *w_inotify = NULL, *w_poll = NULL;
+        Ctx c_auto = {.dir = dir}, c_inotify = {.dir = dir}, c_poll = {.dir = dir};
+        unsigned calls;
+
+        /* not root: a user namespace of our own makes mounting possible */
+        if (geteuid() != 0 && !enter_user_namespace(res))
+                return;
         if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0) {
                 res->skip_errno = errno;
                 (void) snprintf(res->skip_what, sizeof res->skip_what, "a private mount namespace");
                 return;
         }
         if (sd_event_new(&e) < 0 ||
-            watcher_new(e, dir, WATCH_AUTO, POLL_USEC, on_change, &ctx, &w_auto) < 0 ||
-            watcher_new(e, dir, WATCH_INOTIFY, POLL_USEC, on_change, &ctx, &w_inotify) < 0 ||
+            watcher_new(e, dir, WATCH_AUTO, POLL_USEC, on_change, &c_auto, &w_auto) < 0 ||
+            watcher_new(e, dir, WATCH_INOTIFY, POLL_USEC, on_change, &c_inotify, &w_inotify) < 0 ||
             watcher_new(e, dir, WATCH_POLL, POLL_USEC, on_change, &c_poll, &w_poll) < 0)
                 _exit(2);
 
-        /* a reported update is not a miss */
-        if (writer_spawn(&c, dir, p2) < 0)
+        /* a reported update is not a miss, during the burst or after */
+        if (child_write(e, p2, 0) != 0)
                 _exit(3);
-        end = now_usec(CLOCK_MONOTONIC) + WRITER_WAIT_MS * 1000ull;
-        while (!child_writer_done(&run) && now_usec(CLOCK_MONOTONIC) < end)
-                (void) sd_event_run(e, 50 * 1000);
-        (void) writer_finish(&c, 0);
         res->verify[0] = watcher_verify(w_auto);
-        end = now_usec(CLOCK_MONOTONIC) + SETTLE_MS * 1000ull;
-        while (now_usec(CLOCK_MONOTONIC) < end)
-                (void) sd_event_run(e, 50 * 1000);
+        {
+                uint64_t end = now_usec(CLOCK_MONOTONIC) + SETTLE_MS * 1000ull;
+                while (now_usec(CLOCK_MONOTONIC) < end)
+                        (void) sd_event_run(e, 10 * 1000);
+        }
         res->verify[1] = watcher_verify(w_auto);
+        res->verify[2] = watcher_verify(w_inotify);
 
-        /* a mount over the directory: no event */
+        /* the version directory's content replaced, unannounced */
+        (void) snprintf(version_path, sizeof version_path, "%s/..data", dir);
+        if (mount("tmpfs", version_path, "tmpfs", 0, "size=1m") < 0) {
+                res->skip_errno = errno;
+                (void) snprintf(res->skip_what, sizeof res->skip_what, "mounting a tmpfs");
+                return;
+        }
+        calls = c_auto.calls + c_inotify.calls;
+        res->verify[3] = watcher_verify(w_auto);
+        res->modes[0] = watcher_active_mode(w_auto);
+        if (watcher_fallback_reason(w_auto))
+                (void) snprintf(res->reason, sizeof res->reason, "%s",
+                                watcher_fallback_reason(w_auto));
+        res->verify[4] = watcher_verify(w_inotify);
+        res->modes[1] = watcher_active_mode(w_inotify);
+        res->verify[5] = watcher_verify(w_poll);
+        /* verify() never calls the handler itself */
+        res->calls = c_auto.calls + c_inotify.calls - calls;
+        (void) umount2(version_path, MNT_DETACH);
+
+        /* polling now, and it sees the next update */
+        calls = c_auto.calls;
+        if (child_write(e, payload_v1, 3 * POLL_USEC / 1000) != 0)
+                _exit(3);
+        res->seen[0] = c_auto.calls > calls && c_auto.last_reason == WATCH_REASON_POLL &&
+                       reads_final_version(&c_auto);
+
+        /* a filesystem mounted over the directory itself */
         if (mount("tmpfs", dir, "tmpfs", 0, "size=1m") < 0) {
                 res->skip_errno = errno;
                 (void) snprintf(res->skip_what, sizeof res->skip_what, "mounting a tmpfs");
                 return;
         }
-        calls = ctx.calls;
-        res->verify[2] = watcher_verify(w_auto);
-        res->auto_mode = watcher_active_mode(w_auto);
-        if (watcher_fallback_reason(w_auto))
-                (void) snprintf(res->reason, sizeof res->reason, "%s",
-                                watcher_fallback_reason(w_auto));
-        res->verify[3] = watcher_verify(w_inotify);
-        res->inotify_r = watcher_active_mode(w_inotify);
-        /* verify() never calls the handler itself */
-        res->calls = ctx.calls - calls;
-        res->auto_r = watcher_verify(w_poll);
-
-        /* the fallback then sees what happens on the new filesystem */
-        calls = ctx.calls;
-        if (writer_spawn(&c, dir, payload_v1) < 0)
+        res->verify[6] = watcher_verify(w_inotify);
+        res->modes[2] = watcher_active_mode(w_inotify);
+        res->verify[7] = watcher_verify(w_inotify);
+        /* watching the new one, with inotify */
+        calls = c_inotify.calls;
+        if (child_write(e, p2, SETTLE_MS) != 0)
                 _exit(3);
-        run.status = -1;
-        end = now_usec(CLOCK_MONOTONIC) + WRITER_WAIT_MS * 1000ull;
-        while (!child_writer_done(&run) && now_usec(CLOCK_MONOTONIC) < end)
-                (void) sd_event_run(e, 50 * 1000);
-        (void) writer_finish(&c, 0);
-        end = now_usec(CLOCK_MONOTONIC) + 3 * POLL_USEC;
-        while (now_usec(CLOCK_MONOTONIC) < end)
-                (void) sd_event_run(e, 50 * 1000);
-        res->last_reason = ctx.last_reason;
-        {
-                _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                _cleanup_free_ char *final = NULL;
-
-                res->read_update = run.status == 0 && fd >= 0 &&
-                                   volume_read_version(fd, &final) == 0 && final &&
-                                   ctx.calls > calls && ctx.last_error == 0 && ctx.env_error == 0 &&
-                                   streq_ptr(ctx.version, final);
-        }
+        res->seen[1] = c_inotify.calls > calls && c_inotify.last_reason == WATCH_REASON_INOTIFY &&
+                       reads_final_version(&c_inotify);
 
         watcher_free(w_auto);
         watcher_free(w_inotify);
         watcher_free(w_poll);
+        ctx_reset(&c_auto, NULL);
+        ctx_reset(&c_inotify, NULL);
         ctx_reset(&c_poll, NULL);
         (void) umount2(dir, MNT_DETACH);
         sd_event_unref(e);
@@ -1028,20 +1140,31 @@ static void test_verify_missed_change(void **state) {
                               res.skip_what, strerror(res.skip_errno));
                 skip();
         }
-        print_message("verify after a reported update: %d, %d; after a mount over the "
-                      "directory: auto %d (now %s: \"%s\"), inotify %d; poll %d\n",
-                      res.verify[0], res.verify[1], res.verify[2],
-                      watch_mode_to_string(res.auto_mode), res.reason, res.verify[3], res.auto_r);
-        assert_int_equal(res.verify[0], 0);
-        assert_int_equal(res.verify[1], 0);
-        assert_int_equal(res.verify[2], 1);
-        assert_int_equal(res.auto_mode, WATCH_POLL);
+        print_message("verify after a reported update: %d, %d, %d\n", res.verify[0], res.verify[1],
+                      res.verify[2]);
+        print_message("content changed unannounced: auto %d (now %s: \"%s\"), inotify %d (now "
+                      "%s), poll %d\n",
+                      res.verify[3], watch_mode_to_string(res.modes[0]), res.reason, res.verify[4],
+                      watch_mode_to_string(res.modes[1]), res.verify[5]);
+        print_message("directory mounted over: inotify %d then %d (now %s)\n", res.verify[6],
+                      res.verify[7], watch_mode_to_string(res.modes[2]));
+        assert_int_equal(res.verify[0], WATCH_VERIFY_OK);
+        assert_int_equal(res.verify[1], WATCH_VERIFY_OK);
+        assert_int_equal(res.verify[2], WATCH_VERIFY_OK);
+
+        assert_int_equal(res.verify[3], WATCH_VERIFY_FELL_BACK);
+        assert_int_equal(res.modes[0], WATCH_POLL);
         assert_non_null(strstr(res.reason, "without an inotify event"));
-        assert_int_equal(res.verify[3], 1);
-        assert_int_equal(res.inotify_r, WATCH_INOTIFY); /* asked for inotify: stays */
+        assert_int_equal(res.verify[4], WATCH_VERIFY_MISSED);
+        assert_int_equal(res.modes[1], WATCH_INOTIFY);    /* asked for inotify: stays */
+        assert_int_equal(res.verify[5], WATCH_VERIFY_OK); /* polling: nothing to verify */
         assert_int_equal(res.calls, 0);
-        assert_int_equal(res.auto_r, 0); /* poll mode: nothing to verify */
-        assert_true(res.read_update);
+        assert_true(res.seen[0]);
+
+        assert_int_equal(res.verify[6], WATCH_VERIFY_REWATCHED);
+        assert_int_equal(res.verify[7], WATCH_VERIFY_OK); /* told once */
+        assert_int_equal(res.modes[2], WATCH_INOTIFY);
+        assert_true(res.seen[1]);
 }
 
 int main(void) {
@@ -1057,6 +1180,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_overflow, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_recreated, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_poll_mode, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_settle_cap, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_poll_many_entries, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fallback, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_verify_missed_change, setup, teardown),
         };

@@ -1,0 +1,2840 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fake-apiserver: a loopback stand-in for the Kubernetes API server, for the
+ * integration tests of the agent's kube client (issue 4, DESIGN §4 and §6).
+ *
+ *   fake-apiserver --pods FILE --token-file FILE --tls-cert FILE --tls-key FILE
+ *                  [--port N] [--control-port N] [--namespace NS] [--verbose]
+ *
+ * Prints "listening on https://127.0.0.1:PORT" then "control on
+ * http://127.0.0.1:PORT" on stdout once both ports accept connections, and
+ * runs until SIGTERM or SIGINT (exit 0). Exit 2: bad usage or input files;
+ * 1: the server could not start.
+ *
+ * The API port (TLS, libmicrohttpd over GnuTLS) serves one namespace:
+ *   GET    /api/v1/namespaces/NS/pods/NAME[/status]
+ *   GET    /api/v1/namespaces/NS/pods?labelSelector=..&fieldSelector=..
+ *   GET    /api/v1/namespaces/NS/pods?watch=1&fieldSelector=metadata.name=NAME
+ *          &resourceVersion=RV&allowWatchBookmarks=true&timeoutSeconds=N
+ *   PATCH  /api/v1/namespaces/NS/pods/NAME/status  (strategic merge or merge patch)
+ *   DELETE /api/v1/namespaces/NS/pods/NAME
+ *   POST   /api/v1/namespaces/NS/events, /apis/events.k8s.io/v1/namespaces/NS/events
+ * Every request needs "Authorization: Bearer T" where T is the token file's
+ * content at that moment (the file is re-read on every request, trailing
+ * newlines ignored), so a test rotates the token by rewriting the file.
+ * Errors are Kubernetes Status objects with the real server's reasons and
+ * messages.
+ *
+ * The control port (plain HTTP, 127.0.0.1) drives the test; see on_control()
+ * for the list: fault injection, operator-style rewrites, replacement pods,
+ * the request log.
+ *
+ * One thread: both libmicrohttpd daemons run in external epoll mode under
+ * one poll() loop, so no state is ever shared between threads. A slow answer
+ * or an open watch is a suspended connection, resumed by the loop's timers
+ * or by a change: neither ever blocks another request.
+ *
+ * resourceVersions are one counter for all objects, as etcd's revision. Every
+ * change is kept in a history of FAKE_MAX_HISTORY events, so a watch can
+ * start from any resourceVersion since the last compaction (POST /compact on
+ * the control port, or the history overflowing); older ones get the real
+ * server's 410 Expired ERROR event. At start, the oldest resourceVersion in
+ * the pods file is the compaction point.
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <time.h>
+
+#include "fileio.h"
+#include "macro.h"
+#include "strbuf.h"
+
+/* A request body (patch, event, control command) larger than this gets 413. */
+#define FAKE_MAX_BODY_BYTES            (1024u * 1024u)
+/* The pods file, the certificate and the key. */
+#define FAKE_MAX_FILE_BYTES            (4u * 1024u * 1024u)
+#define FAKE_MAX_TOKEN_BYTES           (64u * 1024u)
+/* Changes kept for watches that start from an older resourceVersion. */
+#define FAKE_MAX_HISTORY               1024u
+/* Request log entries; older ones are dropped (and counted) past it. */
+#define FAKE_MAX_LOG_ENTRIES           10000u
+/* Request bodies are copied into the log up to this size. */
+#define FAKE_MAX_LOGGED_BODY_BYTES     (64u * 1024u)
+/* Events stored; the oldest is dropped past it. */
+#define FAKE_MAX_EVENTS                1000u
+#define FAKE_MAX_FAULTS                64u
+#define FAKE_MAX_DELAY_MS              600000u
+/* Events waiting to be sent to one watcher: a watcher that falls this far
+ * behind is closed, as the real server closes slow watchers. */
+#define FAKE_MAX_WATCH_QUEUE_BYTES     (4u * 1024u * 1024u)
+/* The real server picks 30 to 60 min (--min-request-timeout 1800). */
+#define FAKE_DEFAULT_WATCH_TIMEOUT_SEC 1800u
+#define FAKE_MAX_WATCH_TIMEOUT_SEC     86400u
+/* Connections per port; a watch holds one. */
+#define FAKE_MAX_CONNECTIONS           256u
+#define FAKE_CONNECTION_TIMEOUT_SEC    30u
+#define FAKE_MAX_SELECTOR_TERMS        32u
+/* Object names: a DNS subdomain. */
+#define FAKE_MAX_NAME_BYTES            253u
+
+#define CONTENT_TYPE_JSON "application/json"
+#define FAKE_USER_FMT     "system:serviceaccount:%s:aicr-enroot-agent"
+
+typedef struct Server Server;
+typedef struct Request Request;
+
+/* ---------------------------------------------------------------------------
+ * Small helpers */
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+static double wall_seconds(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* RFC 3339 UTC, as Kubernetes writes creationTimestamp. */
+static void format_now(char buf[static 32]) {
+        time_t t = time(NULL);
+        struct tm tm;
+
+        gmtime_r(&t, &tm);
+        strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void random_bytes(uint8_t *b, size_t n) {
+        static uint64_t fallback = 0x9e3779b97f4a7c15u;
+
+        if (getrandom(b, n, GRND_NONBLOCK) == (ssize_t) n)
+                return;
+        /* No entropy yet (early boot): uniqueness is all a test needs. */
+        for (size_t i = 0; i < n; i++) {
+                fallback = fallback * 6364136223846793005u + 1442695040888963407u;
+                b[i] = (uint8_t) (fallback >> 56);
+        }
+}
+
+static void make_uid(char buf[static 37]) {
+        uint8_t b[16];
+
+        random_bytes(b, sizeof b);
+        b[6] = (uint8_t) ((b[6] & 0x0f) | 0x40); /* version 4, as Kubernetes' UIDs */
+        b[8] = (uint8_t) ((b[8] & 0x3f) | 0x80);
+        snprintf(buf, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+                 b[13], b[14], b[15]);
+}
+
+static int parse_u64(const char *s, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (!s || *s == '\0' || strlen(s) > 20)
+                return -EINVAL;
+        for (; *s; s++) {
+                if (*s < '0' || *s > '9')
+                        return -EINVAL;
+                if (v > (UINT64_MAX - (uint64_t) (*s - '0')) / 10)
+                        return -ERANGE;
+                v = v * 10 + (uint64_t) (*s - '0');
+        }
+        *ret = v;
+        return 0;
+}
+
+/* Go's strconv.ParseBool, which the API server uses for query flags. */
+static int parse_bool(const char *s, bool *ret) {
+        static const char *const yes[] = { "1", "t", "T", "TRUE", "true", "True" };
+        static const char *const no[] = { "0", "f", "F", "FALSE", "false", "False" };
+
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++)
+                if (streq(s, yes[i])) {
+                        *ret = true;
+                        return 0;
+                }
+        for (size_t i = 0; i < ELEMENTSOF(no); i++)
+                if (streq(s, no[i])) {
+                        *ret = false;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+static char *rv_string(uint64_t rv) {
+        char *s;
+
+        return asprintf(&s, "%" PRIu64, rv) < 0 ? NULL : s;
+}
+
+static const char *json_str(const json_t *o, const char *key) {
+        return json_string_value(json_object_get(o, key));
+}
+
+static const char *pod_name(const json_t *pod) {
+        return json_str(json_object_get(pod, "metadata"), "name");
+}
+
+static const char *pod_uid(const json_t *pod) {
+        return json_str(json_object_get(pod, "metadata"), "uid");
+}
+
+static void set_rv(json_t *obj, uint64_t rv) {
+        char buf[24];
+
+        snprintf(buf, sizeof buf, "%" PRIu64, rv);
+        json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion", json_string(buf));
+}
+
+/* A DNS-1123 label character run, as in names and qualified-name parts. */
+static bool is_name_char(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '-' || c == '_' || c == '.';
+}
+
+static bool is_alnum(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* apimachinery's IsQualifiedName: [DNS-subdomain "/"] name, the name part
+ * 1-63 characters of [A-Za-z0-9_.-] starting and ending alphanumeric.
+ * Returns NULL when valid, else the real validator's complaint. */
+static const char *qualified_name_error(const char *s) {
+        const char *slash = strchr(s, '/'), *name = s;
+        size_t n;
+
+        if (slash) {
+                size_t plen = (size_t) (slash - s);
+
+                if (plen == 0)
+                        return "prefix part must be non-empty";
+                if (plen > 253)
+                        return "prefix part must be no more than 253 characters";
+                for (size_t i = 0; i < plen; i++)
+                        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+                              s[i] == '-' || s[i] == '.'))
+                                return "prefix part a lowercase RFC 1123 subdomain must consist "
+                                       "of lower case alphanumeric characters, '-' or '.'";
+                name = slash + 1;
+                if (strchr(name, '/'))
+                        return "a qualified name must consist of alphanumeric characters, '-', "
+                               "'_' or '.', with an optional DNS subdomain prefix and '/'";
+        }
+        n = strlen(name);
+        if (n == 0)
+                return "name part must be non-empty";
+        if (n > 63)
+                return "name part must be no more than 63 characters";
+        for (size_t i = 0; i < n; i++)
+                if (!is_name_char(name[i]))
+                        return "name part must consist of alphanumeric characters, '-', '_' or "
+                               "'.', and must start and end with an alphanumeric character";
+        if (!is_alnum(name[0]) || !is_alnum(name[n - 1]))
+                return "name part must consist of alphanumeric characters, '-', '_' or '.', and "
+                       "must start and end with an alphanumeric character";
+        return NULL;
+}
+
+/* RFC 3339 as Go's time.Time unmarshals it: "2006-01-02T15:04:05Z" with an
+ * optional fraction and a Z or +hh:mm offset. */
+static bool is_rfc3339(const char *s) {
+        static const char pattern[] = "dddd-dd-ddTdd:dd:dd";
+        size_t i;
+
+        for (i = 0; pattern[i]; i++) {
+                if (pattern[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != pattern[i])
+                        return false;
+        }
+        s += i;
+        if (*s == '.') {
+                s++;
+                if (!(*s >= '0' && *s <= '9'))
+                        return false;
+                while (*s >= '0' && *s <= '9')
+                        s++;
+        }
+        if (streq(s, "Z"))
+                return true;
+        return (s[0] == '+' || s[0] == '-') && s[1] >= '0' && s[1] <= '9' && s[2] >= '0' &&
+               s[2] <= '9' && s[3] == ':' && s[4] >= '0' && s[4] <= '9' && s[5] >= '0' &&
+               s[5] <= '9' && s[6] == '\0';
+}
+
+/* ---------------------------------------------------------------------------
+ * Status objects */
+
+static const char *reason_for_code(unsigned code) {
+        switch (code) {
+        case 400:
+                return "BadRequest";
+        case 401:
+                return "Unauthorized";
+        case 403:
+                return "Forbidden";
+        case 404:
+                return "NotFound";
+        case 405:
+                return "MethodNotAllowed";
+        case 406:
+                return "NotAcceptable";
+        case 409:
+                return "Conflict";
+        case 410:
+                return "Expired";
+        case 413:
+                return "RequestEntityTooLarge";
+        case 415:
+                return "UnsupportedMediaType";
+        case 422:
+                return "Invalid";
+        case 429:
+                return "TooManyRequests";
+        case 500:
+                return "InternalError";
+        case 503:
+                return "ServiceUnavailable";
+        case 504:
+                return "Timeout";
+        default:
+                return "";
+        }
+}
+
+/* {"kind":"Status",...}; details (stolen, may be NULL) is added as is. */
+static json_t *status_new(unsigned code, const char *reason, const char *message, json_t *details) {
+        json_t *o;
+
+        o = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
+                      "metadata", "status", code < 400 ? "Success" : "Failure", "message",
+                      strempty(message), "reason", reason ? reason : reason_for_code(code), "code",
+                      (int) code);
+        if (o && details)
+                json_object_set_new(o, "details", details);
+        else if (details)
+                json_decref(details);
+        return o;
+}
+
+static json_t *status_newf(unsigned code, const char *reason, json_t *details, const char *fmt,
+                           ...) _printf_(4, 5);
+static json_t *status_newf(unsigned code, const char *reason, json_t *details, const char *fmt,
+                           ...) {
+        _cleanup_free_ char *message = NULL;
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vasprintf(&message, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+                json_decref(details);
+                return NULL;
+        }
+        return status_new(code, reason, message, details);
+}
+
+static json_t *details_new(const char *name, const char *kind) {
+        if (!name || *name == '\0')
+                return json_pack("{s:s}", "kind", kind);
+        return json_pack("{s:s, s:s}", "name", name, "kind", kind);
+}
+
+/* ---------------------------------------------------------------------------
+ * Selectors: label selectors with equality terms, field selectors on
+ * metadata.name and metadata.namespace. Both match a flat string map. */
+
+typedef enum SelectorOp {
+        SEL_EQ,
+        SEL_NE,
+        SEL_EXISTS,
+        SEL_NOT_EXISTS,
+} SelectorOp;
+
+typedef struct Requirement {
+        char *key;
+        char *value;
+        SelectorOp op;
+} Requirement;
+
+typedef struct Selector {
+        Requirement terms[FAKE_MAX_SELECTOR_TERMS];
+        size_t n;
+} Selector;
+
+static void selector_done(Selector *s) {
+        for (size_t i = 0; i < s->n; i++) {
+                free(s->terms[i].key);
+                free(s->terms[i].value);
+        }
+        s->n = 0;
+}
+
+static char *strip_dup(const char *s, size_t n) {
+        while (n > 0 && (*s == ' ' || *s == '\t')) {
+                s++;
+                n--;
+        }
+        while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+                n--;
+        return strndup(s, n);
+}
+
+static bool selector_word_ok(const char *s, bool key) {
+        for (; *s; s++)
+                if (!is_name_char(*s) && !(key && *s == '/'))
+                        return false;
+        return true;
+}
+
+/* Parses "k=v,k2!=v2,k3,!k4". fields: only metadata.name and
+ * metadata.namespace, no existence terms (the real server's field selectors).
+ * On failure, *ret_error is the message for a 400. */
+static int selector_parse(const char *text, bool fields, Selector *ret, char **ret_error) {
+        Selector s = {};
+        const char *p = text;
+
+        while (p && *p) {
+                const char *comma = strchr(p, ','), *eq;
+                size_t len = comma ? (size_t) (comma - p) : strlen(p);
+                _cleanup_free_ char *term = strip_dup(p, len);
+                Requirement *r;
+
+                if (!term)
+                        goto oom;
+                p = comma ? comma + 1 : NULL;
+                if (*term == '\0')
+                        continue;
+                if (s.n >= FAKE_MAX_SELECTOR_TERMS) {
+                        selector_done(&s);
+                        return asprintf(ret_error, "more than %u selector terms",
+                                        FAKE_MAX_SELECTOR_TERMS) < 0
+                                       ? -ENOMEM
+                                       : -EINVAL;
+                }
+                r = &s.terms[s.n];
+                if (strpbrk(term, "() ") || strstr(term, " in ")) {
+                        selector_done(&s);
+                        return asprintf(ret_error,
+                                        "unable to parse requirement: \"%s\": only equality-based "
+                                        "terms (k=v, k==v, k!=v, k, !k) are served here",
+                                        term) < 0
+                                       ? -ENOMEM
+                                       : -EINVAL;
+                }
+                if ((eq = strstr(term, "!="))) {
+                        r->op = SEL_NE;
+                        r->key = strip_dup(term, (size_t) (eq - term));
+                        r->value = strip_dup(eq + 2, strlen(eq + 2));
+                } else if ((eq = strstr(term, "=="))) {
+                        r->op = SEL_EQ;
+                        r->key = strip_dup(term, (size_t) (eq - term));
+                        r->value = strip_dup(eq + 2, strlen(eq + 2));
+                } else if ((eq = strchr(term, '='))) {
+                        r->op = SEL_EQ;
+                        r->key = strip_dup(term, (size_t) (eq - term));
+                        r->value = strip_dup(eq + 1, strlen(eq + 1));
+                } else if (term[0] == '!') {
+                        r->op = SEL_NOT_EXISTS;
+                        r->key = strip_dup(term + 1, strlen(term + 1));
+                } else {
+                        r->op = SEL_EXISTS;
+                        r->key = strdup(term);
+                }
+                s.n++;
+                if (!r->key || ((r->op == SEL_EQ || r->op == SEL_NE) && !r->value))
+                        goto oom;
+                if (*r->key == '\0' || !selector_word_ok(r->key, true) ||
+                    (r->value && !selector_word_ok(r->value, false))) {
+                        selector_done(&s);
+                        return asprintf(ret_error, "unable to parse requirement: \"%s\"", term) < 0
+                                       ? -ENOMEM
+                                       : -EINVAL;
+                }
+                if (fields) {
+                        if (!streq(r->key, "metadata.name") && !streq(r->key, "metadata.namespace")) {
+                                int n = asprintf(ret_error,
+                                                 "field label not supported: %s (this fake serves "
+                                                 "metadata.name and metadata.namespace)",
+                                                 r->key);
+                                selector_done(&s);
+                                return n < 0 ? -ENOMEM : -EINVAL;
+                        }
+                        if (r->op != SEL_EQ && r->op != SEL_NE) {
+                                selector_done(&s);
+                                return asprintf(ret_error, "invalid field selector: \"%s\"",
+                                                term) < 0
+                                               ? -ENOMEM
+                                               : -EINVAL;
+                        }
+                }
+        }
+        *ret = s;
+        return 0;
+oom:
+        selector_done(&s);
+        return -ENOMEM;
+}
+
+/* values: a JSON object of strings (labels, or the field map). */
+static bool selector_matches(const Selector *s, const json_t *values) {
+        for (size_t i = 0; i < s->n; i++) {
+                const Requirement *r = &s->terms[i];
+                const char *v = json_str(values, r->key);
+
+                switch (r->op) {
+                case SEL_EQ:
+                        if (!v || !streq(v, r->value))
+                                return false;
+                        break;
+                case SEL_NE: /* matches objects without the label too */
+                        if (v && streq(v, r->value))
+                                return false;
+                        break;
+                case SEL_EXISTS:
+                        if (!v)
+                                return false;
+                        break;
+                case SEL_NOT_EXISTS:
+                        if (v)
+                                return false;
+                        break;
+                }
+        }
+        return true;
+}
+
+static bool pod_matches(const json_t *pod, const Selector *labels, const Selector *fields) {
+        const json_t *meta = json_object_get(pod, "metadata");
+        _cleanup_(json_decrefp) json_t *f = NULL;
+        json_t *l = json_object_get(meta, "labels");
+        _cleanup_(json_decrefp) json_t *empty = json_object();
+
+        f = json_pack("{s:s?, s:s?}", "metadata.name", json_str(meta, "name"),
+                      "metadata.namespace", json_str(meta, "namespace"));
+        if (!f || !empty)
+                return false;
+        return selector_matches(labels, json_is_object(l) ? l : empty) &&
+               selector_matches(fields, f);
+}
+
+/* ---------------------------------------------------------------------------
+ * Patches. Both act on the pod's status only: this is the status
+ * subresource, whose strategy keeps the stored spec and metadata. */
+
+typedef struct PatchError {
+        unsigned code; /* 400 or 422 */
+        char *message;
+        char *field; /* for a 422's causes */
+} PatchError;
+
+static void patch_error_done(PatchError *e) {
+        free(e->message);
+        free(e->field);
+        *e = (PatchError){};
+}
+
+static int patch_fail(PatchError *e, unsigned code, const char *field, const char *fmt, ...)
+        _printf_(4, 5);
+static int patch_fail(PatchError *e, unsigned code, const char *field, const char *fmt, ...) {
+        va_list ap;
+        int n;
+
+        patch_error_done(e);
+        e->code = code;
+        va_start(ap, fmt);
+        n = vasprintf(&e->message, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                e->message = NULL;
+        e->field = field ? strdup(field) : NULL;
+        return -EINVAL;
+}
+
+/* RFC 7386 JSON merge patch. target is borrowed (NULL: absent); returns a
+ * new reference. Arrays, the conditions list among them, are replaced. */
+static json_t *merge_patch_apply(const json_t *target, json_t *patch) {
+        json_t *result, *v;
+        const char *key;
+
+        if (!json_is_object(patch))
+                return json_deep_copy(patch);
+        result = json_is_object(target) ? json_deep_copy(target) : json_object();
+        if (!result)
+                return NULL;
+        json_object_foreach(patch, key, v) {
+                if (json_is_null(v))
+                        json_object_del(result, key);
+                else if (json_object_set_new(result, key,
+                                             merge_patch_apply(json_object_get(result, key), v)) <
+                         0) {
+                        json_decref(result);
+                        return NULL;
+                }
+        }
+        return result;
+}
+
+static int smp_apply_map(json_t *target, json_t *patch, const char *path, PatchError *e);
+
+static ssize_t find_condition(const json_t *list, const char *type) {
+        size_t i;
+        json_t *c;
+
+        json_array_foreach(list, i, c) {
+                if (streq_ptr(json_str(c, "type"), type))
+                        return (ssize_t) i;
+        }
+        return -1;
+}
+
+/* The list strategy of PodStatus.conditions: patchStrategy=merge,
+ * patchMergeKey=type (k8s.io/api/core/v1 types.go). target borrowed (NULL:
+ * absent); *ret a new reference. */
+static int smp_merge_conditions(const json_t *target, json_t *patch, json_t **ret, PatchError *e) {
+        _cleanup_(json_decrefp) json_t *result = NULL;
+        size_t i;
+        json_t *el;
+
+        /* {"$patch":"replace"} in a list: the rest of the patch list is the list */
+        json_array_foreach(patch, i, el) {
+                if (streq_ptr(json_str(el, "$patch"), "replace")) {
+                        result = json_array();
+                        break;
+                }
+        }
+        if (!result)
+                result = json_is_array(target) ? json_deep_copy(target) : json_array();
+        if (!result)
+                return -ENOMEM;
+
+        json_array_foreach(patch, i, el) {
+                const char *directive, *type;
+                _cleanup_(json_decrefp) json_t *merged = NULL;
+                char field[64];
+                ssize_t at;
+                int r;
+
+                snprintf(field, sizeof field, "status.conditions[%zu]", i);
+                if (!json_is_object(el))
+                        return patch_fail(e, 422, field, "%s: Invalid value: must be an object",
+                                          field);
+                directive = json_str(el, "$patch");
+                if (directive && streq(directive, "replace"))
+                        continue;
+                type = json_str(el, "type");
+                if (!type) {
+                        snprintf(field, sizeof field, "status.conditions[%zu].type", i);
+                        return patch_fail(e, 422, field, "%s: Required value", field);
+                }
+                at = find_condition(result, type);
+                if (directive && streq(directive, "delete")) {
+                        while ((at = find_condition(result, type)) >= 0)
+                                json_array_remove(result, (size_t) at);
+                        continue;
+                }
+                if (directive && !streq(directive, "merge"))
+                        return patch_fail(e, 400, NULL, "unknown patch type: \"%s\" in %s",
+                                          directive, field);
+                merged = at >= 0 ? json_deep_copy(json_array_get(result, (size_t) at))
+                                 : json_object();
+                if (!merged)
+                        return -ENOMEM;
+                r = smp_apply_map(merged, el, field, e);
+                if (r < 0)
+                        return r;
+                if (at >= 0)
+                        r = json_array_set(result, (size_t) at, merged);
+                else
+                        r = json_array_append(result, merged);
+                if (r < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(result);
+        return 0;
+}
+
+/* Strategic merge patch of one map, in place: maps merge recursively, null
+ * deletes, lists are replaced except status.conditions (merged by type).
+ * Directives: "$patch": replace|merge|delete (delete returns 1: the caller
+ * drops the key); "$setElementOrder/...", "$retainKeys" and
+ * "$deleteFromPrimitiveList/..." are accepted and ignored (they reorder or
+ * prune fields this fake does not model). */
+static int smp_apply_map(json_t *target, json_t *patch, const char *path, PatchError *e) {
+        const char *directive = json_str(patch, "$patch"), *key;
+        json_t *v;
+
+        if (directive) {
+                if (streq(directive, "delete"))
+                        return 1;
+                if (streq(directive, "replace"))
+                        json_object_clear(target);
+                else if (!streq(directive, "merge"))
+                        return patch_fail(e, 400, NULL, "unknown patch type: \"%s\" in %s",
+                                          directive, path);
+        }
+        json_object_foreach(patch, key, v) {
+                _cleanup_free_ char *sub = NULL;
+
+                if (key[0] == '$') {
+                        if (streq(key, "$patch") || startswith(key, "$setElementOrder/") ||
+                            streq(key, "$retainKeys") || startswith(key, "$deleteFromPrimitiveList/"))
+                                continue;
+                        return patch_fail(e, 400, NULL, "unknown directive \"%s\" in %s", key,
+                                          path);
+                }
+                if (asprintf(&sub, "%s.%s", path, key) < 0)
+                        return -ENOMEM;
+                if (json_is_null(v))
+                        json_object_del(target, key);
+                else if (json_is_object(v)) {
+                        json_t *cur = json_object_get(target, key);
+                        _cleanup_(json_decrefp) json_t *n = json_is_object(cur) ? json_incref(cur)
+                                                                                : json_object();
+                        int r;
+
+                        if (!n)
+                                return -ENOMEM;
+                        r = smp_apply_map(n, v, sub, e);
+                        if (r < 0)
+                                return r;
+                        if (r > 0)
+                                json_object_del(target, key);
+                        else if (json_object_set(target, key, n) < 0)
+                                return -ENOMEM;
+                } else if (json_is_array(v) && streq(sub, "status.conditions")) {
+                        json_t *merged = NULL;
+                        int r = smp_merge_conditions(json_object_get(target, key), v, &merged, e);
+
+                        if (r < 0)
+                                return r;
+                        if (json_object_set_new(target, key, merged) < 0)
+                                return -ENOMEM;
+                } else if (json_object_set_new(target, key, json_deep_copy(v)) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* What decoding into v1.PodStatus and ValidatePodStatusUpdate refuse in the
+ * conditions: not a list of objects, a string field that is not a string, a
+ * time that is not RFC 3339, a type that is not a qualified name. */
+static int validate_status(const json_t *status, PatchError *e) {
+        static const char *const string_fields[] = { "type", "status", "reason", "message" };
+        static const char *const time_fields[] = { "lastProbeTime", "lastTransitionTime" };
+        const json_t *conditions;
+        size_t i;
+        json_t *c;
+
+        if (!status || json_is_null(status))
+                return 0;
+        if (!json_is_object(status))
+                return patch_fail(e, 422, "status", "status: Invalid value: must be an object");
+        conditions = json_object_get(status, "conditions");
+        if (!conditions || json_is_null(conditions))
+                return 0;
+        if (!json_is_array(conditions))
+                return patch_fail(e, 422, "status.conditions",
+                                  "status.conditions: Invalid value: must be a list");
+        json_array_foreach(conditions, i, c) {
+                char field[96];
+                const char *type, *why;
+
+                snprintf(field, sizeof field, "status.conditions[%zu]", i);
+                if (!json_is_object(c))
+                        return patch_fail(e, 422, field, "%s: Invalid value: must be an object",
+                                          field);
+                for (size_t k = 0; k < ELEMENTSOF(string_fields); k++) {
+                        json_t *v = json_object_get(c, string_fields[k]);
+
+                        if (v && !json_is_string(v) && !json_is_null(v)) {
+                                snprintf(field, sizeof field, "status.conditions[%zu].%s", i,
+                                         string_fields[k]);
+                                return patch_fail(e, 422, field,
+                                                  "%s: Invalid value: must be a string", field);
+                        }
+                }
+                for (size_t k = 0; k < ELEMENTSOF(time_fields); k++) {
+                        json_t *v = json_object_get(c, time_fields[k]);
+
+                        if (v && !json_is_null(v) &&
+                            (!json_is_string(v) || !is_rfc3339(json_string_value(v)))) {
+                                snprintf(field, sizeof field, "status.conditions[%zu].%s", i,
+                                         time_fields[k]);
+                                return patch_fail(e, 422, field,
+                                                  "%s: Invalid value: must be an RFC 3339 time "
+                                                  "such as \"2006-01-02T15:04:05Z\"",
+                                                  field);
+                        }
+                }
+                type = json_str(c, "type");
+                snprintf(field, sizeof field, "status.conditions[%zu].type", i);
+                if (!type)
+                        return patch_fail(e, 422, field, "%s: Required value", field);
+                why = qualified_name_error(type);
+                if (why)
+                        return patch_fail(e, 422, field, "%s: Invalid value: \"%s\": %s", field,
+                                          type, why);
+        }
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Faults */
+
+typedef struct FaultAction {
+        unsigned status;       /* 0: answer normally (after the delay) */
+        int retry_after_sec;   /* -1: no Retry-After header */
+        unsigned delay_ms;     /* before answering, or dropping */
+        bool drop_connection;  /* close without an answer */
+        char *reason, *message; /* override the Status's defaults */
+} FaultAction;
+
+typedef struct Fault {
+        char *method, *path, *path_prefix; /* NULL: any */
+        int watch;                         /* -1 any, 0 not a watch, 1 a watch */
+        FaultAction action;
+        unsigned count; /* matching requests still to fault */
+        unsigned hits;
+} Fault;
+
+static void fault_action_done(FaultAction *a) {
+        free(a->reason);
+        free(a->message);
+        a->reason = a->message = NULL;
+}
+
+static void fault_done(Fault *f) {
+        free(f->method);
+        free(f->path);
+        free(f->path_prefix);
+        fault_action_done(&f->action);
+        *f = (Fault){};
+}
+
+static json_t *fault_to_json(const Fault *f) {
+        json_t *o = json_pack("{s:{s:s?, s:s?, s:s?}, s:i, s:i, s:i, s:b, s:i}", "match", "method",
+                              f->method, "path", f->path, "path_prefix", f->path_prefix, "status",
+                              (int) f->action.status, "delay_ms", (int) f->action.delay_ms,
+                              "count", (int) f->count, "drop_connection",
+                              f->action.drop_connection, "hits", (int) f->hits);
+
+        if (!o)
+                return NULL;
+        if (f->watch >= 0)
+                json_object_set_new(json_object_get(o, "match"), "watch", json_boolean(f->watch));
+        if (f->action.retry_after_sec >= 0)
+                json_object_set_new(o, "retry_after", json_integer(f->action.retry_after_sec));
+        if (f->action.reason)
+                json_object_set_new(o, "reason", json_string(f->action.reason));
+        if (f->action.message)
+                json_object_set_new(o, "message", json_string(f->action.message));
+        return o;
+}
+
+static int get_uint(json_t *v, unsigned max, unsigned *ret) {
+        json_int_t i;
+
+        if (!json_is_integer(v))
+                return -EINVAL;
+        i = json_integer_value(v);
+        if (i < 0 || (uint64_t) i > max)
+                return -ERANGE;
+        *ret = (unsigned) i;
+        return 0;
+}
+
+static int dup_string_field(json_t *v, char **ret) {
+        if (!json_is_string(v))
+                return -EINVAL;
+        *ret = strdup(json_string_value(v));
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* One fault from its JSON. Unknown keys are refused: a typo in a test must
+ * not silently inject nothing. */
+static int fault_parse(json_t *o, Fault *ret, char **ret_error) {
+        Fault f = { .watch = -1, .action.retry_after_sec = -1, .count = 1 };
+        const char *key;
+        json_t *v;
+        int r = 0;
+
+        if (!json_is_object(o))
+                return asprintf(ret_error, "a fault must be an object") < 0 ? -ENOMEM : -EINVAL;
+        json_object_foreach(o, key, v) {
+                unsigned u;
+
+                if (streq(key, "match")) {
+                        const char *mk;
+                        json_t *mv;
+
+                        if (!json_is_object(v)) {
+                                r = -EINVAL;
+                                break;
+                        }
+                        json_object_foreach(v, mk, mv) {
+                                if (streq(mk, "method"))
+                                        r = dup_string_field(mv, &f.method);
+                                else if (streq(mk, "path"))
+                                        r = dup_string_field(mv, &f.path);
+                                else if (streq(mk, "path_prefix"))
+                                        r = dup_string_field(mv, &f.path_prefix);
+                                else if (streq(mk, "watch") && json_is_boolean(mv))
+                                        f.watch = json_is_true(mv);
+                                else
+                                        r = -EINVAL;
+                                if (r < 0) {
+                                        key = mk;
+                                        break;
+                                }
+                        }
+                } else if (streq(key, "status")) {
+                        r = get_uint(v, 599, &f.action.status);
+                        if (r >= 0 && f.action.status != 0 && f.action.status < 400)
+                                r = -ERANGE;
+                } else if (streq(key, "retry_after")) {
+                        r = get_uint(v, 86400, &u);
+                        f.action.retry_after_sec = (int) u;
+                } else if (streq(key, "count")) {
+                        r = get_uint(v, INT_MAX, &f.count);
+                        if (r >= 0 && f.count == 0)
+                                r = -ERANGE;
+                } else if (streq(key, "delay_ms"))
+                        r = get_uint(v, FAKE_MAX_DELAY_MS, &f.action.delay_ms);
+                else if (streq(key, "drop_connection")) {
+                        if (json_is_boolean(v))
+                                f.action.drop_connection = json_is_true(v);
+                        else
+                                r = -EINVAL;
+                } else if (streq(key, "reason"))
+                        r = dup_string_field(v, &f.action.reason);
+                else if (streq(key, "message"))
+                        r = dup_string_field(v, &f.action.message);
+                else
+                        r = -EINVAL;
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0 && f.action.status == 0 && f.action.delay_ms == 0 && !f.action.drop_connection)
+                r = -EDOM;
+        if (r < 0) {
+                int n = r == -EDOM ? asprintf(ret_error, "a fault needs status, delay_ms or "
+                                                         "drop_connection")
+                        : r == -ENOMEM
+                                ? -1
+                                : asprintf(ret_error,
+                                           "fault: bad or unknown key \"%s\" (keys: match {method, "
+                                           "path, path_prefix, watch}, status 400-599, "
+                                           "retry_after, count >= 1, delay_ms <= %u, "
+                                           "drop_connection, reason, message)",
+                                           key, FAKE_MAX_DELAY_MS);
+                fault_done(&f);
+                return n < 0 ? -ENOMEM : -EINVAL;
+        }
+        *ret = f;
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * The server's state */
+
+typedef struct HistoryEntry {
+        uint64_t rv;
+        const char *type; /* static */
+        json_t *object;
+} HistoryEntry;
+
+typedef enum Port {
+        PORT_API,
+        PORT_CONTROL,
+} Port;
+
+struct Server {
+        struct MHD_Daemon *api, *control;
+        char *namespace;
+        char *token_path;
+        char *user; /* the service account named in 403 messages */
+        bool verbose;
+        bool stopping;
+
+        json_t *pods; /* name -> Pod, in insertion order */
+        uint64_t rv;  /* last resourceVersion handed out */
+        uint64_t compacted_rv;
+        HistoryEntry history[FAKE_MAX_HISTORY];
+        size_t history_first, n_history;
+
+        Fault faults[FAKE_MAX_FAULTS];
+        size_t n_faults;
+
+        json_t *requests; /* the log */
+        uint64_t request_seq;
+        uint64_t requests_dropped;
+
+        json_t *events; /* stored Events */
+
+        Request *live; /* requests in progress, both ports */
+};
+
+struct Request {
+        Request *prev, *next;
+        Server *server;
+        Port port;
+        struct MHD_Connection *connection;
+        char *method, *path, *query, *content_type;
+        StrBuf body;
+        bool too_large, answered_early;
+        double wall_start;
+        uint64_t start_usec;
+        bool logged;
+
+        /* fault */
+        bool fault_checked, has_fault;
+        FaultAction fault;
+        bool delay_pending, delay_done;
+        uint64_t resume_usec;
+        bool suspended;
+
+        /* watch */
+        bool watching, watch_ended, bookmarks;
+        Selector labels, fields;
+        uint64_t watch_deadline_usec;
+        StrBuf queue;
+        size_t queue_off;
+};
+
+static void request_wake(Request *r) {
+        if (r->suspended) {
+                r->suspended = false;
+                MHD_resume_connection(r->connection);
+        }
+}
+
+static Request *request_free(Request *r) {
+        if (!r)
+                return NULL;
+        if (r->prev)
+                r->prev->next = r->next;
+        else if (r->server->live == r)
+                r->server->live = r->next;
+        if (r->next)
+                r->next->prev = r->prev;
+        free(r->method);
+        free(r->path);
+        free(r->query);
+        free(r->content_type);
+        strbuf_done(&r->body);
+        strbuf_done(&r->queue);
+        fault_action_done(&r->fault);
+        selector_done(&r->labels);
+        selector_done(&r->fields);
+        free(r);
+        return NULL;
+}
+
+static enum MHD_Result append_query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                        const char *value) {
+        StrBuf *b = cls;
+
+        if (b->len > 0)
+                (void) strbuf_putc(b, '&');
+        (void) strbuf_puts(b, key);
+        if (value) {
+                (void) strbuf_putc(b, '=');
+                (void) strbuf_puts(b, value);
+        }
+        return MHD_YES;
+}
+
+static Request *request_new(Server *s, Port port, struct MHD_Connection *c, const char *method,
+                            const char *url) {
+        Request *r = calloc(1, sizeof *r);
+        StrBuf q = STRBUF_INIT(8192);
+        const char *ct;
+
+        if (!r)
+                return NULL;
+        r->server = s;
+        r->port = port;
+        r->connection = c;
+        r->body = STRBUF_INIT(FAKE_MAX_BODY_BYTES);
+        r->queue = STRBUF_INIT(FAKE_MAX_WATCH_QUEUE_BYTES);
+        r->wall_start = wall_seconds();
+        r->start_usec = now_usec();
+        r->method = strdup(method);
+        r->path = strdup(url);
+        (void) MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, append_query_arg, &q);
+        r->query = q.len > 0 ? strbuf_steal(&q) : NULL;
+        strbuf_done(&q);
+        ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        r->content_type = ct ? strdup(ct) : NULL;
+        r->next = s->live;
+        if (s->live)
+                s->live->prev = r;
+        s->live = r;
+        if (!r->method || !r->path || (ct && !r->content_type))
+                return request_free(r);
+        return r;
+}
+
+/* ---------------------------------------------------------------------------
+ * The request log (API port only) */
+
+static void log_request(Server *s, Request *r, unsigned status, bool dropped) {
+        _cleanup_(json_decrefp) json_t *e = NULL;
+
+        if (r->logged)
+                return;
+        r->logged = true;
+        e = json_pack("{s:I, s:f, s:s, s:s, s:s?, s:s?, s:i, s:b, s:b, s:b, s:f}", "seq",
+                      (json_int_t) ++s->request_seq, "time", r->wall_start, "method", r->method,
+                      "path", r->path, "query", r->query, "content_type", r->content_type,
+                      "status", (int) status, "watch", r->watching, "fault", r->has_fault,
+                      "dropped", dropped, "duration_ms",
+                      (double) (now_usec() - r->start_usec) / 1000.0);
+        if (!e)
+                return;
+        if (r->body.len > 0 && r->body.len <= FAKE_MAX_LOGGED_BODY_BYTES) {
+                json_t *b = json_loadb(r->body.data, r->body.len, 0, NULL);
+
+                if (b)
+                        json_object_set_new(e, "body", b);
+        }
+        if (json_array_size(s->requests) >= FAKE_MAX_LOG_ENTRIES) {
+                json_array_remove(s->requests, 0);
+                s->requests_dropped++;
+        }
+        json_array_append(s->requests, e);
+        if (s->verbose)
+                fprintf(stderr, "fake-apiserver: %s %s%s%s -> %u%s%s\n", r->method, r->path,
+                        r->query ? "?" : "", strempty(r->query), status,
+                        r->has_fault ? " (fault)" : "", dropped ? " (dropped)" : "");
+}
+
+/* ---------------------------------------------------------------------------
+ * Answers */
+
+static enum MHD_Result queue_json(struct MHD_Connection *c, unsigned status, json_t *body,
+                                  int retry_after_sec) {
+        struct MHD_Response *resp;
+        enum MHD_Result ret;
+        char *text, *t;
+        size_t len;
+
+        if (!body)
+                return MHD_NO;
+        text = json_dumps(body, JSON_COMPACT);
+        json_decref(body);
+        if (!text)
+                return MHD_NO;
+        len = strlen(text);
+        /* the real server ends every JSON body with a newline */
+        t = realloc(text, len + 2);
+        if (!t) {
+                free(text);
+                return MHD_NO;
+        }
+        t[len++] = '\n';
+        t[len] = '\0';
+        resp = MHD_create_response_from_buffer(len, t, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+                free(t);
+                return MHD_NO;
+        }
+        if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE_JSON) !=
+                    MHD_YES ||
+            MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private") !=
+                    MHD_YES) {
+                MHD_destroy_response(resp);
+                return MHD_NO;
+        }
+        if (retry_after_sec >= 0) {
+                char v[16];
+
+                snprintf(v, sizeof v, "%d", retry_after_sec);
+                if (MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, v) != MHD_YES) {
+                        MHD_destroy_response(resp);
+                        return MHD_NO;
+                }
+        }
+        ret = MHD_queue_response(c, status, resp);
+        MHD_destroy_response(resp);
+        return ret;
+}
+
+/* An API answer: logged, then queued. body is stolen. */
+static enum MHD_Result api_answer(Request *r, unsigned status, json_t *body, int retry_after) {
+        log_request(r->server, r, status, false);
+        return queue_json(r->connection, status, body, retry_after);
+}
+
+/* ---------------------------------------------------------------------------
+ * Pods, resourceVersions and watches */
+
+static bool watch_wants(const Request *w, const json_t *pod) {
+        return pod_matches(pod, &w->labels, &w->fields);
+}
+
+static void watch_queue(Request *w, const char *type, const json_t *object) {
+        _cleanup_(json_decrefp) json_t *ev = json_pack("{s:s, s:O}", "type", type, "object",
+                                                       object);
+        _cleanup_free_ char *line = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+
+        if (!line || strbuf_puts(&w->queue, line) < 0 || strbuf_putc(&w->queue, '\n') < 0) {
+                /* out of memory or a watcher far behind: end its stream */
+                w->watch_ended = true;
+                if (w->server->verbose)
+                        fprintf(stderr, "fake-apiserver: watch queue full, closing a watch\n");
+        }
+        request_wake(w);
+}
+
+static void watch_end(Request *w) {
+        if (w->bookmarks && !w->watch_ended) {
+                _cleanup_(json_decrefp) json_t *bm = NULL;
+                _cleanup_free_ char *rv = rv_string(w->server->rv);
+
+                bm = json_pack("{s:s, s:s, s:{s:s?}}", "kind", "Pod", "apiVersion", "v1",
+                               "metadata", "resourceVersion", rv);
+                if (bm)
+                        watch_queue(w, "BOOKMARK", bm);
+        }
+        w->watch_ended = true;
+        request_wake(w);
+}
+
+static void history_add(Server *s, const char *type, const json_t *object) {
+        HistoryEntry *h;
+
+        if (s->n_history == FAKE_MAX_HISTORY) {
+                /* like etcd compacting: watches from before the oldest kept
+                 * change now get 410 */
+                h = &s->history[s->history_first];
+                s->compacted_rv = h->rv;
+                json_decref(h->object);
+                s->history_first = (s->history_first + 1) % FAKE_MAX_HISTORY;
+                s->n_history--;
+        }
+        h = &s->history[(s->history_first + s->n_history) % FAKE_MAX_HISTORY];
+        *h = (HistoryEntry){ .rv = s->rv, .type = type, .object = json_deep_copy(object) };
+        s->n_history++;
+}
+
+static void history_clear(Server *s) {
+        for (size_t i = 0; i < s->n_history; i++)
+                json_decref(s->history[(s->history_first + i) % FAKE_MAX_HISTORY].object);
+        s->n_history = s->history_first = 0;
+}
+
+/* A change at resourceVersion s->rv: into the history and to every watch. */
+static void server_emit(Server *s, const char *type, const json_t *pod) {
+        history_add(s, type, pod);
+        for (Request *w = s->live; w; w = w->next)
+                if (w->watching && !w->watch_ended && watch_wants(w, pod))
+                        watch_queue(w, type, pod);
+}
+
+static uint64_t pod_rv(const json_t *pod) {
+        uint64_t v = 0;
+
+        (void) parse_u64(json_str(json_object_get(pod, "metadata"), "resourceVersion"), &v);
+        return v;
+}
+
+/* Makes a pod from the file or the control port complete: kind, apiVersion,
+ * namespace, uid, status; checks the fields this fake relies on. */
+static int pod_normalize(Server *s, json_t *pod, char **ret_error) {
+        json_t *meta, *v;
+        const char *name, *ns, *key;
+
+        if (!json_is_object(pod) || !json_is_object(meta = json_object_get(pod, "metadata")))
+                return asprintf(ret_error, "a pod must be an object with metadata") < 0 ? -ENOMEM
+                                                                                       : -EINVAL;
+        name = json_str(meta, "name");
+        if (!name || *name == '\0' || strlen(name) > FAKE_MAX_NAME_BYTES ||
+            !selector_word_ok(name, false))
+                return asprintf(ret_error, "metadata.name: missing or not a valid name") < 0
+                               ? -ENOMEM
+                               : -EINVAL;
+        ns = json_str(meta, "namespace");
+        if (ns && !streq(ns, s->namespace))
+                return asprintf(ret_error,
+                                "pod \"%s\" is in namespace \"%s\": this server serves \"%s\" "
+                                "only",
+                                name, ns, s->namespace) < 0
+                               ? -ENOMEM
+                               : -EINVAL;
+        if (!ns)
+                json_object_set_new(meta, "namespace", json_string(s->namespace));
+        if (!json_str(meta, "uid")) {
+                char uid[37];
+
+                make_uid(uid);
+                json_object_set_new(meta, "uid", json_string(uid));
+        }
+        v = json_object_get(meta, "resourceVersion");
+        if (v) {
+                uint64_t rv;
+
+                if (parse_u64(json_string_value(v), &rv) < 0 || rv == 0)
+                        return asprintf(ret_error,
+                                        "pod \"%s\": metadata.resourceVersion must be a decimal "
+                                        "string (this fake counts them like etcd)",
+                                        name) < 0
+                                       ? -ENOMEM
+                                       : -EINVAL;
+        }
+        v = json_object_get(meta, "labels");
+        if (v) {
+                json_t *lv;
+
+                if (!json_is_object(v))
+                        return asprintf(ret_error, "pod \"%s\": labels must be an object", name) <
+                                               0
+                                       ? -ENOMEM
+                                       : -EINVAL;
+                json_object_foreach(v, key, lv) {
+                        if (!json_is_string(lv))
+                                return asprintf(ret_error, "pod \"%s\": label \"%s\" is not a string",
+                                                name, key) < 0
+                                               ? -ENOMEM
+                                               : -EINVAL;
+                }
+        }
+        if (!json_object_get(pod, "status"))
+                json_object_set_new(pod, "status", json_object());
+        {
+                PatchError e = {};
+                int r = validate_status(json_object_get(pod, "status"), &e);
+
+                if (r < 0) {
+                        r = asprintf(ret_error, "pod \"%s\": %s", name, strnull(e.message)) < 0
+                                    ? -ENOMEM
+                                    : -EINVAL;
+                        patch_error_done(&e);
+                        return r;
+                }
+        }
+        json_object_set_new(pod, "kind", json_string("Pod"));
+        json_object_set_new(pod, "apiVersion", json_string("v1"));
+        if (!json_object_get(pod, "spec"))
+                json_object_set_new(pod, "spec", json_object());
+        return 0;
+}
+
+/* Adds a pod (stolen) at a new resourceVersion; a pod with the same name is
+ * deleted first, as a replacement pod comes after its predecessor's
+ * deletion. Watches see DELETED then ADDED. */
+static void server_put_pod(Server *s, json_t *pod) {
+        const char *name = pod_name(pod);
+        json_t *old = json_object_get(s->pods, name);
+
+        if (old) {
+                _cleanup_(json_decrefp) json_t *gone = json_deep_copy(old);
+
+                json_object_del(s->pods, name);
+                s->rv++;
+                if (gone) {
+                        set_rv(gone, s->rv);
+                        server_emit(s, "DELETED", gone);
+                }
+        }
+        s->rv++;
+        set_rv(pod, s->rv);
+        json_object_set_new(s->pods, pod_name(pod), pod);
+        server_emit(s, "ADDED", pod);
+}
+
+static void server_delete_pod(Server *s, const char *name) {
+        _cleanup_(json_decrefp) json_t *gone = json_deep_copy(json_object_get(s->pods, name));
+
+        json_object_del(s->pods, name);
+        s->rv++;
+        if (gone) {
+                set_rv(gone, s->rv);
+                server_emit(s, "DELETED", gone);
+        }
+}
+
+/* Replaces a pod's status (stolen) at a new resourceVersion: MODIFIED. */
+static void server_set_status(Server *s, json_t *pod, json_t *status) {
+        if (status)
+                json_object_set_new(pod, "status", status);
+        else
+                json_object_del(pod, "status");
+        s->rv++;
+        set_rv(pod, s->rv);
+        server_emit(s, "MODIFIED", pod);
+}
+
+static int load_pods(Server *s, const char *path, bool namespace_given) {
+        _cleanup_(json_decrefp) json_t *root = NULL;
+        _cleanup_free_ char *data = NULL;
+        json_error_t err;
+        json_t *items, *pod;
+        uint64_t max_rv = 0, min_rv = UINT64_MAX;
+        size_t len, i;
+        int r;
+
+        r = read_file_at(AT_FDCWD, path, 0, FAKE_MAX_FILE_BYTES, &data, &len);
+        if (r < 0) {
+                fprintf(stderr, "fake-apiserver: --pods %s: %s\n", path, strerror(-r));
+                return r;
+        }
+        root = json_loadb(data, len, 0, &err);
+        if (!root) {
+                fprintf(stderr, "fake-apiserver: --pods %s:%d: %s\n", path, err.line, err.text);
+                return -EINVAL;
+        }
+        items = json_is_array(root) ? root : json_object_get(root, "items");
+        if (!json_is_array(items)) {
+                fprintf(stderr, "fake-apiserver: --pods %s: expected a PodList or a list of pods\n",
+                        path);
+                return -EINVAL;
+        }
+        if (!namespace_given) {
+                const char *ns = json_str(json_object_get(json_array_get(items, 0), "metadata"),
+                                          "namespace");
+
+                free(s->namespace);
+                s->namespace = strdup(ns ? ns : "default");
+                if (!s->namespace)
+                        return -ENOMEM;
+        }
+        json_array_foreach(items, i, pod) {
+                _cleanup_free_ char *error = NULL;
+                uint64_t rv;
+
+                r = pod_normalize(s, pod, &error);
+                if (r < 0) {
+                        fprintf(stderr, "fake-apiserver: --pods %s: item %zu: %s\n", path, i,
+                                strnull(error));
+                        return r;
+                }
+                if (json_object_get(s->pods, pod_name(pod))) {
+                        fprintf(stderr, "fake-apiserver: --pods %s: two pods named \"%s\"\n", path,
+                                pod_name(pod));
+                        return -EINVAL;
+                }
+                rv = pod_rv(pod);
+                if (rv > max_rv)
+                        max_rv = rv;
+                if (rv > 0 && rv < min_rv)
+                        min_rv = rv;
+                json_object_set(s->pods, pod_name(pod), pod);
+        }
+        /* No resourceVersions given: start where a small cluster might be, so
+         * "1" is already too old. */
+        s->rv = max_rv > 0 ? max_rv : 1000;
+        {
+                const char *key;
+                json_t *p;
+
+                json_object_foreach(s->pods, key, p) {
+                        if (pod_rv(p) == 0) {
+                                s->rv++;
+                                set_rv(p, s->rv);
+                                if (s->rv < min_rv)
+                                        min_rv = s->rv;
+                        }
+                }
+        }
+        /* Every pod's own resourceVersion can start a watch (a client that
+         * GETs a pod watches from its version); anything older is gone. */
+        s->compacted_rv = min_rv == UINT64_MAX ? s->rv : min_rv;
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * API routing */
+
+typedef enum Endpoint {
+        EP_NONE,
+        EP_POD,
+        EP_POD_STATUS,
+        EP_PODS,
+        EP_EVENTS,
+} Endpoint;
+
+typedef struct Route {
+        Endpoint endpoint;
+        bool events_api; /* events.k8s.io/v1 rather than core/v1 */
+        bool watch;
+        bool bad_watch_flag;
+        char ns[FAKE_MAX_NAME_BYTES + 1];
+        char name[FAKE_MAX_NAME_BYTES + 1];
+        const char *verb;     /* RBAC verb, for 403 messages */
+        const char *resource; /* "pods", "pods/status", "events" */
+} Route;
+
+/* Copies one path segment; false when it is empty or too long. */
+static bool take_segment(const char **p, char *buf, size_t size) {
+        const char *end = strchrnul(*p, '/');
+        size_t n = (size_t) (end - *p);
+
+        if (n == 0 || n >= size)
+                return false;
+        memcpy(buf, *p, n);
+        buf[n] = '\0';
+        *p = end;
+        return true;
+}
+
+static void route_parse(Request *r, Route *ret) {
+        Route rt = {};
+        const char *p, *w;
+        char kind[32];
+
+        if ((p = startswith(r->path, "/api/v1/namespaces/")))
+                ;
+        else if ((p = startswith(r->path, "/apis/events.k8s.io/v1/namespaces/")))
+                rt.events_api = true;
+        else
+                goto done;
+        if (!take_segment(&p, rt.ns, sizeof rt.ns) || *p++ != '/' ||
+            !take_segment(&p, kind, sizeof kind))
+                goto done;
+        if (streq(kind, "events")) {
+                if (*p == '\0')
+                        rt.endpoint = EP_EVENTS;
+                rt.resource = "events";
+                rt.verb = streq(r->method, "POST") ? "create" : "list";
+                goto done;
+        }
+        if (rt.events_api || !streq(kind, "pods"))
+                goto done;
+        rt.resource = "pods";
+        if (*p == '\0') {
+                bool b = false;
+
+                w = MHD_lookup_connection_value(r->connection, MHD_GET_ARGUMENT_KIND, "watch");
+                if (w && parse_bool(w, &b) < 0)
+                        rt.bad_watch_flag = true;
+                rt.watch = b;
+                rt.endpoint = EP_PODS;
+                rt.verb = rt.watch ? "watch" : "list";
+                goto done;
+        }
+        if (*p++ != '/' || !take_segment(&p, rt.name, sizeof rt.name))
+                goto done;
+        if (*p == '\0') {
+                rt.endpoint = EP_POD;
+                rt.verb = streq(r->method, "DELETE") ? "delete"
+                          : streq(r->method, "PATCH") ? "patch"
+                          : streq(r->method, "PUT")   ? "update"
+                                                      : "get";
+        } else if (streq(p, "/status")) {
+                rt.endpoint = EP_POD_STATUS;
+                rt.resource = "pods/status";
+                rt.verb = streq(r->method, "PATCH") ? "patch"
+                          : streq(r->method, "PUT") ? "update"
+                                                    : "get";
+        }
+done:
+        if (!rt.verb)
+                rt.verb = "get";
+        if (!rt.resource)
+                rt.resource = "";
+        *ret = rt;
+}
+
+static json_t *forbidden_status(Server *s, const Route *rt) {
+        const char *plural = rt->endpoint == EP_EVENTS ? "events" : "pods";
+
+        if (rt->name[0])
+                return status_newf(403, NULL, details_new(rt->name, plural),
+                                   "%s \"%s\" is forbidden: User \"%s\" cannot %s resource \"%s\" "
+                                   "in API group \"%s\" in the namespace \"%s\"",
+                                   plural, rt->name, s->user, rt->verb, rt->resource,
+                                   rt->events_api ? "events.k8s.io" : "", rt->ns);
+        return status_newf(403, NULL, details_new(NULL, plural),
+                           "%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group "
+                           "\"%s\" in the namespace \"%s\"",
+                           plural, s->user, rt->verb, rt->resource,
+                           rt->events_api ? "events.k8s.io" : "", rt->ns);
+}
+
+static json_t *not_found_status(const Route *rt) {
+        if (rt->endpoint == EP_NONE)
+                return status_new(404, NULL, "the server could not find the requested resource",
+                                  NULL);
+        if (rt->name[0])
+                return status_newf(404, NULL, details_new(rt->name, "pods"),
+                                   "pods \"%s\" not found", rt->name);
+        return status_new(404, NULL, "the server could not find the requested resource", NULL);
+}
+
+/* The Status an injected fault answers: the real server's wording for the
+ * code and the request, unless the fault gives its own. */
+static json_t *fault_status(Server *s, Request *r, const Route *rt) {
+        const FaultAction *a = &r->fault;
+        unsigned code = a->status;
+        json_t *st;
+
+        switch (code) {
+        case 401:
+                st = status_new(code, NULL, "Unauthorized", NULL);
+                break;
+        case 403:
+                st = forbidden_status(s, rt);
+                break;
+        case 404:
+                st = not_found_status(rt);
+                break;
+        case 409:
+                st = status_newf(code, NULL, details_new(rt->name, "pods"),
+                                 "Operation cannot be fulfilled on pods \"%s\": the object has "
+                                 "been modified; please apply your changes to the latest version "
+                                 "and try again",
+                                 rt->name);
+                break;
+        case 422:
+                st = status_newf(code, NULL, details_new(rt->name, "Pod"),
+                                 "Pod \"%s\" is invalid: status.conditions: Invalid value: "
+                                 "injected fault",
+                                 rt->name);
+                break;
+        case 429:
+                st = status_new(code, NULL, "Too many requests, please try again later.",
+                                json_pack("{s:i}", "retryAfterSeconds",
+                                          a->retry_after_sec >= 0 ? a->retry_after_sec : 1));
+                break;
+        case 500:
+                st = status_new(code, NULL, "Internal error occurred: injected fault", NULL);
+                break;
+        default:
+                st = status_newf(code, NULL, NULL, "injected fault: HTTP %u", code);
+        }
+        if (st && a->reason)
+                json_object_set_new(st, "reason", json_string(a->reason));
+        if (st && a->message)
+                json_object_set_new(st, "message", json_string(a->message));
+        return st;
+}
+
+/* The first fault matching r, with its count taken. */
+static void take_fault(Server *s, Request *r, const Route *rt) {
+        for (size_t i = 0; i < s->n_faults; i++) {
+                Fault *f = &s->faults[i];
+
+                if ((f->method && strcasecmp(f->method, r->method) != 0) ||
+                    (f->path && !streq(f->path, r->path)) ||
+                    (f->path_prefix && !startswith(r->path, f->path_prefix)) ||
+                    (f->watch >= 0 && f->watch != (int) rt->watch))
+                        continue;
+                r->has_fault = true;
+                r->fault = f->action;
+                r->fault.reason = f->action.reason ? strdup(f->action.reason) : NULL;
+                r->fault.message = f->action.message ? strdup(f->action.message) : NULL;
+                f->hits++;
+                if (--f->count == 0) {
+                        fault_done(f);
+                        memmove(f, f + 1, (s->n_faults - i - 1) * sizeof *f);
+                        s->n_faults--;
+                }
+                return;
+        }
+}
+
+/* Bearer token against the token file as it is now. */
+static bool authorized(Server *s, Request *r) {
+        _cleanup_free_ char *token = NULL;
+        const char *h, *given;
+        size_t len;
+        int k;
+
+        h = MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND,
+                                        MHD_HTTP_HEADER_AUTHORIZATION);
+        if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+                return false;
+        given = h + 7;
+        while (*given == ' ')
+                given++;
+        k = read_file_at(AT_FDCWD, s->token_path, 0, FAKE_MAX_TOKEN_BYTES, &token, &len);
+        if (k < 0) {
+                fprintf(stderr, "fake-apiserver: --token-file %s: %s: answering 401\n",
+                        s->token_path, strerror(-k));
+                return false;
+        }
+        while (len > 0 && (token[len - 1] == '\n' || token[len - 1] == '\r'))
+                token[--len] = '\0';
+        return len > 0 && strlen(token) == len && streq(token, given);
+}
+
+static json_t *pod_list(Server *s, const Selector *labels, const Selector *fields) {
+        _cleanup_free_ char *rv = rv_string(s->rv);
+        json_t *list, *items, *pod;
+        const char *key;
+
+        list = json_pack("{s:s, s:s, s:{s:s?}, s:[]}", "kind", "PodList", "apiVersion", "v1",
+                         "metadata", "resourceVersion", rv, "items");
+        items = json_object_get(list, "items");
+        json_object_foreach(s->pods, key, pod) {
+                json_t *item;
+
+                if (!pod_matches(pod, labels, fields))
+                        continue;
+                /* list items carry no kind and apiVersion on the real server */
+                item = json_deep_copy(pod);
+                json_object_del(item, "kind");
+                json_object_del(item, "apiVersion");
+                json_array_append_new(items, item);
+        }
+        return list;
+}
+
+static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max) {
+        Request *w = cls;
+        size_t avail = w->queue.len - w->queue_off;
+
+        if (avail > 0) {
+                size_t n = avail < max ? avail : max;
+
+                memcpy(buf, w->queue.data + w->queue_off, n);
+                w->queue_off += n;
+                if (w->queue_off == w->queue.len) {
+                        strbuf_reset(&w->queue);
+                        w->queue_off = 0;
+                }
+                return (ssize_t) n;
+        }
+        if (w->watch_ended || w->server->stopping)
+                return MHD_CONTENT_READER_END_OF_STREAM;
+        /* Nothing to send: park until a change, the timeout or a hang-up
+         * (the loop polls the socket) resumes it. */
+        MHD_suspend_connection(w->connection);
+        w->suspended = true;
+        return 0;
+}
+
+static enum MHD_Result api_watch(Server *s, Request *r) {
+        const char *v;
+        uint64_t rv = 0, timeout = FAKE_DEFAULT_WATCH_TIMEOUT_SEC;
+        bool have_rv = false;
+        struct MHD_Response *resp;
+        enum MHD_Result ret;
+
+        v = MHD_lookup_connection_value(r->connection, MHD_GET_ARGUMENT_KIND, "timeoutSeconds");
+        if (v && (parse_u64(v, &timeout) < 0 || timeout > FAKE_MAX_WATCH_TIMEOUT_SEC))
+                return api_answer(r, 400,
+                                  status_newf(400, NULL, NULL,
+                                              "timeoutSeconds: Invalid value: \"%s\": must be 0 "
+                                              "to %u",
+                                              v, FAKE_MAX_WATCH_TIMEOUT_SEC),
+                                  -1);
+        if (timeout == 0)
+                timeout = FAKE_DEFAULT_WATCH_TIMEOUT_SEC;
+        v = MHD_lookup_connection_value(r->connection, MHD_GET_ARGUMENT_KIND,
+                                        "allowWatchBookmarks");
+        if (v && parse_bool(v, &r->bookmarks) < 0)
+                return api_answer(r, 400,
+                                  status_newf(400, NULL, NULL,
+                                              "allowWatchBookmarks: Invalid value: \"%s\"", v),
+                                  -1);
+        v = MHD_lookup_connection_value(r->connection, MHD_GET_ARGUMENT_KIND, "resourceVersion");
+        if (v && *v && !streq(v, "0")) {
+                if (parse_u64(v, &rv) < 0)
+                        return api_answer(r, 400,
+                                          status_newf(400, NULL, NULL,
+                                                      "resourceVersion: Invalid value: \"%s\": "
+                                                      "must be a decimal resourceVersion",
+                                                      v),
+                                          -1);
+                have_rv = true;
+        }
+
+        r->watching = true;
+        r->watch_deadline_usec = now_usec() + timeout * 1000000u;
+        if (!have_rv) {
+                /* "" and "0": the current state as ADDED events, then changes */
+                const char *key;
+                json_t *pod;
+
+                json_object_foreach(s->pods, key, pod)
+                        if (watch_wants(r, pod))
+                                watch_queue(r, "ADDED", pod);
+        } else if (rv < s->compacted_rv) {
+                /* the real server answers 200, then one ERROR event, then ends */
+                json_t *st = status_newf(410, "Expired", NULL,
+                                         "too old resource version: %" PRIu64 " (%" PRIu64 ")", rv,
+                                         s->compacted_rv);
+
+                if (st)
+                        watch_queue(r, "ERROR", st);
+                json_decref(st);
+                r->watch_ended = true;
+        } else {
+                for (size_t i = 0; i < s->n_history; i++) {
+                        const HistoryEntry *h =
+                                &s->history[(s->history_first + i) % FAKE_MAX_HISTORY];
+
+                        if (h->rv > rv && watch_wants(r, h->object))
+                                watch_queue(r, h->type, h->object);
+                }
+        }
+
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, watch_read, r, NULL);
+        if (!resp)
+                return MHD_NO;
+        if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE_JSON) !=
+                    MHD_YES ||
+            MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, private") !=
+                    MHD_YES) {
+                MHD_destroy_response(resp);
+                return MHD_NO;
+        }
+        log_request(s, r, 200, false);
+        ret = MHD_queue_response(r->connection, MHD_HTTP_OK, resp);
+        MHD_destroy_response(resp);
+        return ret;
+}
+
+static enum MHD_Result api_list(Server *s, Request *r, const Route *rt) {
+        _cleanup_free_ char *error = NULL;
+        Selector labels = {}, fields = {};
+        const char *v;
+        int k;
+
+        if (rt->bad_watch_flag)
+                return api_answer(r, 400,
+                                  status_new(400, NULL, "watch: Invalid value: must be a boolean",
+                                             NULL),
+                                  -1);
+        v = MHD_lookup_connection_value(r->connection, MHD_GET_ARGUMENT_KIND, "labelSelector");
+        if (v && (k = selector_parse(v, false, &labels, &error)) < 0)
+                return k == -ENOMEM ? MHD_NO
+                                    : api_answer(r, 400, status_new(400, NULL, error, NULL), -1);
+        v = MHD_lookup_connection_value(r->connection, MHD_GET_ARGUMENT_KIND, "fieldSelector");
+        if (v && (k = selector_parse(v, true, &fields, &error)) < 0) {
+                selector_done(&labels);
+                return k == -ENOMEM ? MHD_NO
+                                    : api_answer(r, 400, status_new(400, NULL, error, NULL), -1);
+        }
+        if (rt->watch) {
+                r->labels = labels;
+                r->fields = fields;
+                return api_watch(s, r);
+        }
+        {
+                json_t *list = pod_list(s, &labels, &fields);
+
+                selector_done(&labels);
+                selector_done(&fields);
+                return api_answer(r, 200, list, -1);
+        }
+}
+
+/* Strips parameters ("; charset=utf-8") and compares case-insensitively. */
+static bool media_type_is(const char *content_type, const char *want) {
+        size_t n = strlen(want);
+
+        if (!content_type || strncasecmp(content_type, want, n) != 0)
+                return false;
+        return content_type[n] == '\0' || content_type[n] == ';' || content_type[n] == ' ';
+}
+
+static enum MHD_Result api_patch_status(Server *s, Request *r, const Route *rt) {
+        _cleanup_(json_decrefp) json_t *patch = NULL, *status = NULL;
+        json_t *pod = json_object_get(s->pods, rt->name), *meta, *v;
+        PatchError e = {};
+        json_error_t err;
+        bool strategic;
+        int k;
+
+        if (!pod)
+                return api_answer(r, 404, not_found_status(rt), -1);
+        if (media_type_is(r->content_type, "application/strategic-merge-patch+json"))
+                strategic = true;
+        else if (media_type_is(r->content_type, "application/merge-patch+json"))
+                strategic = false;
+        else
+                /* application/json-patch+json and apply-patch+yaml are real
+                 * patch types the agent does not use: not served here */
+                return api_answer(r, 415,
+                                  status_newf(415, NULL, NULL,
+                                              "the body of the request was in an unknown format "
+                                              "- accepted media types include: "
+                                              "application/strategic-merge-patch+json, "
+                                              "application/merge-patch+json (got \"%s\")",
+                                              strempty(r->content_type)),
+                                  -1);
+        patch = json_loadb(strbuf_str(&r->body), r->body.len, 0, &err);
+        if (!patch)
+                return api_answer(r, 400,
+                                  status_newf(400, NULL, NULL, "error decoding patch: %s",
+                                              err.text),
+                                  -1);
+        if (!json_is_object(patch))
+                return api_answer(r, 400,
+                                  status_new(400, NULL,
+                                             "error decoding patch: the patch is not a JSON object",
+                                             NULL),
+                                  -1);
+
+        meta = json_object_get(patch, "metadata");
+        if (meta && !json_is_object(meta) && !json_is_null(meta))
+                return api_answer(r, 400,
+                                  status_new(400, NULL, "metadata: must be an object", NULL), -1);
+        v = json_object_get(meta, "name");
+        if (json_is_string(v) && !streq(json_string_value(v), rt->name))
+                return api_answer(r, 400,
+                                  status_newf(400, NULL, NULL,
+                                              "the name of the object (%s) does not match the "
+                                              "name on the URL (%s)",
+                                              json_string_value(v), rt->name),
+                                  -1);
+        v = json_object_get(meta, "uid");
+        if (json_is_string(v) && json_string_length(v) > 0 &&
+            !streq(json_string_value(v), strempty(pod_uid(pod))))
+                /* storage.Preconditions.Check, turned into a Conflict by
+                 * InterpretUpdateError: the wording kubelet logs show */
+                return api_answer(r, 409,
+                                  status_newf(409, NULL, details_new(rt->name, "pods"),
+                                              "Operation cannot be fulfilled on pods \"%s\": "
+                                              "StorageError: invalid object, Code: 4, Key: "
+                                              "/registry/pods/%s/%s, ResourceVersion: 0, "
+                                              "AdditionalErrorMsg: Precondition failed: UID in "
+                                              "precondition: %s, UID in object meta: %s",
+                                              rt->name, s->namespace, rt->name,
+                                              json_string_value(v), strempty(pod_uid(pod))),
+                                  -1);
+        v = json_object_get(meta, "resourceVersion");
+        if (json_is_string(v) && json_string_length(v) > 0 &&
+            !streq(json_string_value(v),
+                   strempty(json_str(json_object_get(pod, "metadata"), "resourceVersion"))))
+                return api_answer(r, 409,
+                                  status_newf(409, NULL, details_new(rt->name, "pods"),
+                                              "Operation cannot be fulfilled on pods \"%s\": the "
+                                              "object has been modified; please apply your "
+                                              "changes to the latest version and try again",
+                                              rt->name),
+                                  -1);
+
+        v = json_object_get(patch, "status");
+        if (!v)
+                status = json_incref(json_object_get(pod, "status"));
+        else if (json_is_null(v))
+                status = NULL;
+        else if (!strategic)
+                status = merge_patch_apply(json_object_get(pod, "status"), v);
+        else if (!json_is_object(v))
+                k = patch_fail(&e, 422, "status", "status: Invalid value: must be an object");
+        else {
+                status = json_deep_copy(json_object_get(pod, "status"));
+                if (!json_is_object(status)) {
+                        json_decref(status);
+                        status = json_object();
+                }
+                k = smp_apply_map(status, v, "status", &e);
+                if (k > 0) { /* "$patch": "delete" of the whole status */
+                        json_decref(status);
+                        status = NULL;
+                }
+                if (k == -ENOMEM)
+                        return MHD_NO;
+        }
+        if (!e.message && !e.code)
+                (void) validate_status(status, &e);
+        if (e.code) {
+                unsigned code = e.code;
+                json_t *st;
+
+                if (code == 422)
+                        st = status_newf(code, NULL,
+                                         json_pack("{s:s, s:s, s:[{s:s, s:s?, s:s?}]}", "name",
+                                                   rt->name, "kind", "Pod", "causes", "reason",
+                                                   "FieldValueInvalid", "message", e.message,
+                                                   "field", e.field),
+                                         "Pod \"%s\" is invalid: %s", rt->name,
+                                         strnull(e.message));
+                else
+                        st = status_new(code, NULL, e.message, NULL);
+                patch_error_done(&e);
+                return api_answer(r, code, st, -1);
+        }
+        if (json_equal(status, json_object_get(pod, "status")) ||
+            (!status && !json_object_get(pod, "status")))
+                /* etcd3's GuaranteedUpdate skips a write that changes no
+                 * byte: same resourceVersion, no watch event */
+                return api_answer(r, 200, json_incref(pod), -1);
+        server_set_status(s, pod, TAKE_PTR(status));
+        return api_answer(r, 200, json_incref(pod), -1);
+}
+
+static enum MHD_Result api_delete_pod(Server *s, Request *r, const Route *rt) {
+        json_t *pod = json_object_get(s->pods, rt->name);
+        _cleanup_(json_decrefp) json_t *opts = NULL, *gone = NULL;
+        const char *uid;
+
+        if (!pod)
+                return api_answer(r, 404, not_found_status(rt), -1);
+        if (r->body.len > 0) {
+                json_error_t err;
+
+                opts = json_loadb(r->body.data, r->body.len, 0, &err);
+                if (!json_is_object(opts))
+                        return api_answer(r, 400,
+                                          status_newf(400, NULL, NULL,
+                                                      "error decoding DeleteOptions: %s",
+                                                      opts ? "not an object" : err.text),
+                                          -1);
+        }
+        uid = json_str(json_object_get(opts, "preconditions"), "uid");
+        if (uid && !streq(uid, strempty(pod_uid(pod))))
+                return api_answer(r, 409,
+                                  status_newf(409, NULL, details_new(rt->name, "pods"),
+                                              "Operation cannot be fulfilled on Pod \"%s\": "
+                                              "Precondition failed: UID in precondition: %s, "
+                                              "UID in object meta: %s",
+                                              rt->name, uid, strempty(pod_uid(pod))),
+                                  -1);
+        gone = json_incref(pod);
+        server_delete_pod(s, rt->name);
+        set_rv(gone, s->rv);
+        return api_answer(r, 200, TAKE_PTR(gone), -1);
+}
+
+static enum MHD_Result api_create_event(Server *s, Request *r, const Route *rt) {
+        _cleanup_(json_decrefp) json_t *ev = NULL;
+        const char *name, *generate, *ns, *type, *kind, *reason;
+        json_t *meta, *involved;
+        json_error_t err;
+        char stamp[32], uid[37];
+
+        ev = json_loadb(strbuf_str(&r->body), r->body.len, 0, &err);
+        if (!ev)
+                return api_answer(r, 400,
+                                  status_newf(400, NULL, NULL,
+                                              "error decoding the Event: %s", err.text),
+                                  -1);
+        if (!json_is_object(ev) || !json_is_object(meta = json_object_get(ev, "metadata")))
+                return api_answer(r, 400,
+                                  status_new(400, NULL,
+                                             "the Event must be an object with metadata", NULL),
+                                  -1);
+        kind = json_str(ev, "kind");
+        if (kind && !streq(kind, "Event"))
+                return api_answer(r, 400,
+                                  status_newf(400, NULL, NULL,
+                                              "kind \"%s\" posted to the events resource", kind),
+                                  -1);
+        ns = json_str(meta, "namespace");
+        if (ns && !streq(ns, rt->ns))
+                return api_answer(r, 400,
+                                  status_new(400, NULL,
+                                             "the namespace of the provided object does not "
+                                             "match the namespace sent on the request",
+                                             NULL),
+                                  -1);
+        name = json_str(meta, "name");
+        generate = json_str(meta, "generateName");
+        if ((!name || !*name) && (!generate || !*generate))
+                return api_answer(r, 422,
+                                  status_new(422, NULL,
+                                             "Event \"\" is invalid: metadata.name: Required "
+                                             "value: name or generateName is required",
+                                             details_new(NULL, "Event")),
+                                  -1);
+        if (!name || !*name) {
+                static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+                char suffix[6];
+                uint8_t b[5];
+
+                random_bytes(b, sizeof b);
+                for (size_t i = 0; i < 5; i++)
+                        suffix[i] = alphabet[b[i] % (sizeof alphabet - 1)];
+                suffix[5] = '\0';
+                {
+                        _cleanup_free_ char *n = NULL;
+
+                        if (asprintf(&n, "%s%s", generate, suffix) < 0)
+                                return MHD_NO;
+                        json_object_set_new(meta, "name", json_string(n));
+                }
+                name = json_str(meta, "name");
+        }
+        {
+                size_t i;
+                json_t *old;
+
+                json_array_foreach(s->events, i, old)
+                        if (streq_ptr(json_str(json_object_get(old, "metadata"), "name"), name))
+                                return api_answer(
+                                        r, 409,
+                                        status_newf(409, "AlreadyExists",
+                                                    details_new(name, "events"),
+                                                    "events \"%s\" already exists", name),
+                                        -1);
+        }
+        involved = json_object_get(ev, rt->events_api ? "regarding" : "involvedObject");
+        if (!json_is_object(involved) || !streq_ptr(json_str(involved, "namespace"), rt->ns))
+                return api_answer(r, 422,
+                                  status_newf(422, NULL, details_new(name, "Event"),
+                                              "Event \"%s\" is invalid: %s.namespace: Invalid "
+                                              "value: \"%s\": does not match event.namespace",
+                                              name,
+                                              rt->events_api ? "regarding" : "involvedObject",
+                                              strempty(json_str(involved, "namespace"))),
+                                  -1);
+        type = json_str(ev, "type");
+        if (type && !streq(type, "Normal") && !streq(type, "Warning"))
+                return api_answer(r, 422,
+                                  status_newf(422, NULL, details_new(name, "Event"),
+                                              "Event \"%s\" is invalid: type: Unsupported value: "
+                                              "\"%s\": supported values: \"Normal\", \"Warning\"",
+                                              name, type),
+                                  -1);
+        reason = json_str(ev, "reason");
+        if (reason && strlen(reason) > 128)
+                return api_answer(r, 422,
+                                  status_newf(422, NULL, details_new(name, "Event"),
+                                              "Event \"%s\" is invalid: reason: Too long: may not "
+                                              "be more than 128 bytes",
+                                              name),
+                                  -1);
+        format_now(stamp);
+        make_uid(uid);
+        s->rv++;
+        json_object_set_new(meta, "namespace", json_string(rt->ns));
+        json_object_set_new(meta, "uid", json_string(uid));
+        json_object_set_new(meta, "creationTimestamp", json_string(stamp));
+        set_rv(ev, s->rv);
+        if (!kind)
+                json_object_set_new(ev, "kind", json_string("Event"));
+        if (json_array_size(s->events) >= FAKE_MAX_EVENTS)
+                json_array_remove(s->events, 0);
+        json_array_append(s->events, ev);
+        return api_answer(r, 201, TAKE_PTR(ev), -1);
+}
+
+static enum MHD_Result method_not_allowed(Request *r) {
+        return api_answer(r, 405,
+                          status_newf(405, NULL, NULL,
+                                      "the server does not allow this method on the requested "
+                                      "resource (%s %s)",
+                                      r->method, r->path),
+                          -1);
+}
+
+/* The last call for a complete request (and again after a delay). */
+static enum MHD_Result api_process(Server *s, Request *r) {
+        Route rt;
+
+        route_parse(r, &rt);
+        if (!r->fault_checked) {
+                r->fault_checked = true;
+                take_fault(s, r, &rt);
+        }
+        if (r->has_fault && r->fault.delay_ms > 0 && !r->delay_done) {
+                if (!r->delay_pending) {
+                        /* answer later without holding the loop: the
+                         * connection is parked, the loop's timer resumes it */
+                        r->delay_pending = true;
+                        r->resume_usec = now_usec() + (uint64_t) r->fault.delay_ms * 1000u;
+                        MHD_suspend_connection(r->connection);
+                        r->suspended = true;
+                }
+                return MHD_YES;
+        }
+        if (s->stopping)
+                return MHD_NO;
+        if (r->has_fault && r->fault.drop_connection) {
+                log_request(s, r, 0, true);
+                return MHD_NO; /* libmicrohttpd closes the connection, no answer */
+        }
+        if (r->has_fault && r->fault.status)
+                return api_answer(r, r->fault.status, fault_status(s, r, &rt),
+                                  r->fault.retry_after_sec);
+        if (r->too_large)
+                return api_answer(r, 413,
+                                  status_newf(413, NULL, NULL,
+                                              "Request entity too large: limit is %u",
+                                              FAKE_MAX_BODY_BYTES),
+                                  -1);
+        if (!authorized(s, r))
+                return api_answer(r, 401, status_new(401, NULL, "Unauthorized", NULL), -1);
+        if (rt.endpoint == EP_NONE)
+                return api_answer(r, 404, not_found_status(&rt), -1);
+        if (!streq(rt.ns, s->namespace))
+                /* the agent's RBAC is a Role in its own namespace */
+                return api_answer(r, 403, forbidden_status(s, &rt), -1);
+
+        switch (rt.endpoint) {
+        case EP_POD:
+        case EP_POD_STATUS:
+                if (streq(r->method, "GET")) {
+                        json_t *pod = json_object_get(s->pods, rt.name);
+
+                        return pod ? api_answer(r, 200, json_incref(pod), -1)
+                                   : api_answer(r, 404, not_found_status(&rt), -1);
+                }
+                if (rt.endpoint == EP_POD_STATUS && streq(r->method, "PATCH"))
+                        return api_patch_status(s, r, &rt);
+                if (rt.endpoint == EP_POD && streq(r->method, "DELETE"))
+                        return api_delete_pod(s, r, &rt);
+                if (streq(r->method, "PATCH") || streq(r->method, "PUT"))
+                        /* the agent may patch pods/status only (DESIGN §6) */
+                        return api_answer(r, 403, forbidden_status(s, &rt), -1);
+                return method_not_allowed(r);
+        case EP_PODS:
+                if (streq(r->method, "GET"))
+                        return api_list(s, r, &rt);
+                return method_not_allowed(r);
+        case EP_EVENTS:
+                if (streq(r->method, "POST"))
+                        return api_create_event(s, r, &rt);
+                return method_not_allowed(r);
+        case EP_NONE:
+                break;
+        }
+        return api_answer(r, 404, not_found_status(&rt), -1);
+}
+
+/* ---------------------------------------------------------------------------
+ * libmicrohttpd callbacks, both ports */
+
+static enum MHD_Result on_control_process(Server *s, Request *r);
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls, Port port) {
+        Server *s = cls;
+        Request *r = *con_cls;
+
+        if (!r) {
+                const char *cl;
+                uint64_t n;
+
+                r = request_new(s, port, c, method, url);
+                if (!r)
+                        return MHD_NO;
+                *con_cls = r;
+                cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+                if (cl && parse_u64(cl, &n) >= 0 && n > FAKE_MAX_BODY_BYTES) {
+                        /* refused before the body is read: libmicrohttpd then
+                         * closes the connection instead of reading it */
+                        r->too_large = true;
+                        r->answered_early = true;
+                        if (port == PORT_CONTROL)
+                                return queue_json(c, 413,
+                                                  json_pack("{s:s}", "error", "body too large"),
+                                                  -1);
+                        return api_answer(r, 413,
+                                          status_newf(413, NULL, NULL,
+                                                      "Request entity too large: limit is %u",
+                                                      FAKE_MAX_BODY_BYTES),
+                                          -1);
+                }
+                return MHD_YES;
+        }
+        if (*upload_data_size > 0) {
+                /* a chunked body past the cap is read and dropped, then 413 */
+                if (!r->too_large && strbuf_append(&r->body, upload_data, *upload_data_size) < 0)
+                        r->too_large = true;
+                *upload_data_size = 0;
+                return MHD_YES;
+        }
+        if (r->answered_early)
+                return MHD_YES; /* 413 before the body */
+        return port == PORT_API ? api_process(s, r) : on_control_process(s, r);
+}
+
+static enum MHD_Result on_api(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **con_cls) {
+        return on_request(cls, c, url, method, version, upload_data, upload_data_size, con_cls,
+                          PORT_API);
+}
+
+static enum MHD_Result on_control(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls) {
+        return on_request(cls, c, url, method, version, upload_data, upload_data_size, con_cls,
+                          PORT_CONTROL);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+        Request *r = *con_cls;
+
+        *con_cls = NULL;
+        if (r && r->port == PORT_API && !r->logged)
+                log_request(r->server, r, 0, true); /* the client left first */
+        request_free(r);
+}
+
+/* ---------------------------------------------------------------------------
+ * The control port (plain HTTP, loopback): the test's hand on the server.
+ *
+ *   GET    /state                      resourceVersion, compaction point, counts
+ *   GET    /pods, /pods/NAME           the pods as stored now
+ *   POST   /pods                       add a pod, or replace the one with its
+ *                                      name (watches: DELETED, then ADDED);
+ *                                      a missing uid is generated
+ *   DELETE /pods/NAME                  delete (watches: DELETED)
+ *   POST   /pods/NAME/rewrite-conditions
+ *                                      body: [conditions] or {"conditions":[..]};
+ *                                      replaces the whole list, as Slinky's
+ *                                      operator does from its cache (MODIFIED)
+ *   POST   /faults                     body: one fault or a list, appended:
+ *                                      {"match":{"method","path","path_prefix",
+ *                                      "watch"},"status","retry_after","count",
+ *                                      "delay_ms","drop_connection","reason",
+ *                                      "message"}; the next count matching
+ *                                      API requests get it
+ *   GET    /faults, DELETE /faults     pending faults; clear them
+ *   GET    /requests                   the API request log, oldest first:
+ *                                      [{seq,time,method,path,query,
+ *                                      content_type,status,watch,fault,dropped,
+ *                                      duration_ms,body}]
+ *   POST   /reset-requests             empty it
+ *   GET    /events, DELETE /events     Events created through the API
+ *   POST   /compact                    forget the history: a watch from any
+ *                                      older resourceVersion gets 410
+ *   POST   /bookmark                   a BOOKMARK to every watch that allows them
+ *   POST   /close-watches              end every watch stream (as an API server
+ *                                      restart or a load balancer would)
+ */
+
+static enum MHD_Result control_error(Request *r, unsigned code, const char *fmt, ...)
+        _printf_(3, 4);
+static enum MHD_Result control_error(Request *r, unsigned code, const char *fmt, ...) {
+        _cleanup_free_ char *m = NULL;
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vasprintf(&m, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return MHD_NO;
+        return queue_json(r->connection, code, json_pack("{s:s}", "error", m), -1);
+}
+
+static json_t *control_body(Request *r, char **ret_error) {
+        json_error_t err;
+        json_t *j = json_loadb(strbuf_str(&r->body), r->body.len, JSON_DECODE_ANY, &err);
+
+        if (!j && asprintf(ret_error, "invalid JSON: %s (line %d)", err.text, err.line) < 0)
+                *ret_error = NULL;
+        return j;
+}
+
+static json_t *faults_json(Server *s) {
+        json_t *a = json_array();
+
+        for (size_t i = 0; i < s->n_faults; i++)
+                json_array_append_new(a, fault_to_json(&s->faults[i]));
+        return json_pack("{s:o}", "faults", a);
+}
+
+static enum MHD_Result control_post_faults(Server *s, Request *r) {
+        _cleanup_free_ char *error = NULL;
+        _cleanup_(json_decrefp) json_t *body = control_body(r, &error);
+        Fault parsed[FAKE_MAX_FAULTS];
+        size_t n = 0, i;
+        json_t *v;
+        int k;
+
+        if (!body)
+                return control_error(r, 400, "%s", strnull(error));
+        if (json_is_object(body) && json_is_array(json_object_get(body, "faults"))) {
+                json_t *list = json_incref(json_object_get(body, "faults")); /* {"faults":[..]} */
+
+                json_decref(body);
+                body = list;
+        }
+        if (json_is_object(body)) {
+                json_t *a = json_array();
+
+                json_array_append_new(a, TAKE_PTR(body));
+                body = a;
+        }
+        if (!json_is_array(body))
+                return control_error(r, 400, "expected a fault object or a list of them");
+        if (json_array_size(body) + s->n_faults > FAKE_MAX_FAULTS)
+                return control_error(r, 400, "more than %u pending faults", FAKE_MAX_FAULTS);
+        json_array_foreach(body, i, v) {
+                k = fault_parse(v, &parsed[n], &error);
+                if (k < 0) {
+                        while (n > 0)
+                                fault_done(&parsed[--n]);
+                        return k == -ENOMEM ? MHD_NO
+                                            : control_error(r, 400, "fault %zu: %s", i,
+                                                            strnull(error));
+                }
+                n++;
+        }
+        memcpy(&s->faults[s->n_faults], parsed, n * sizeof parsed[0]);
+        s->n_faults += n;
+        return queue_json(r->connection, 200, faults_json(s), -1);
+}
+
+static enum MHD_Result control_rewrite(Server *s, Request *r, const char *name) {
+        _cleanup_free_ char *error = NULL;
+        _cleanup_(json_decrefp) json_t *body = control_body(r, &error);
+        json_t *pod = json_object_get(s->pods, name), *list, *status;
+        PatchError e = {};
+
+        if (!pod)
+                return control_error(r, 404, "no pod \"%s\"", name);
+        if (!body)
+                return control_error(r, 400, "%s", strnull(error));
+        list = json_is_array(body) ? body : json_object_get(body, "conditions");
+        if (!json_is_array(list))
+                return control_error(r, 400, "expected [conditions] or {\"conditions\": [..]}");
+        status = json_deep_copy(json_object_get(pod, "status"));
+        if (!json_is_object(status)) {
+                json_decref(status);
+                status = json_object();
+        }
+        json_object_set(status, "conditions", list);
+        if (validate_status(status, &e) < 0) {
+                enum MHD_Result ret = control_error(r, 400, "%s", strnull(e.message));
+
+                patch_error_done(&e);
+                json_decref(status);
+                return ret;
+        }
+        /* an operator's write always lands, even when it changes nothing */
+        server_set_status(s, pod, status);
+        return queue_json(r->connection, 200, json_incref(pod), -1);
+}
+
+static enum MHD_Result control_post_pod(Server *s, Request *r) {
+        _cleanup_free_ char *error = NULL;
+        _cleanup_(json_decrefp) json_t *pod = control_body(r, &error);
+
+        if (!pod)
+                return control_error(r, 400, "%s", strnull(error));
+        if (pod_normalize(s, pod, &error) < 0)
+                return control_error(r, 400, "%s", strnull(error));
+        /* resourceVersion is the server's to give */
+        json_object_del(json_object_get(pod, "metadata"), "resourceVersion");
+        server_put_pod(s, json_incref(pod));
+        return queue_json(r->connection, 201, json_incref(pod), -1);
+}
+
+static json_t *state_json(Server *s) {
+        _cleanup_free_ char *rv = rv_string(s->rv), *crv = rv_string(s->compacted_rv);
+        unsigned watches = 0, suspended = 0;
+
+        for (Request *r = s->live; r; r = r->next) {
+                if (r->watching && !r->watch_ended)
+                        watches++;
+                if (r->suspended)
+                        suspended++;
+        }
+        return json_pack("{s:s?, s:s?, s:s, s:I, s:i, s:i, s:i, s:I, s:I, s:I}", "resourceVersion",
+                         rv, "compactedResourceVersion", crv, "namespace", s->namespace, "pods",
+                         (json_int_t) json_object_size(s->pods), "watches", (int) watches,
+                         "suspended", (int) suspended, "faults", (int) s->n_faults, "requests",
+                         (json_int_t) json_array_size(s->requests), "requestsDropped",
+                         (json_int_t) s->requests_dropped, "events",
+                         (json_int_t) json_array_size(s->events));
+}
+
+static enum MHD_Result on_control_process(Server *s, Request *r) {
+        const char *m = r->method, *p = r->path, *name;
+
+        if (r->too_large)
+                return control_error(r, 413, "body larger than %u bytes", FAKE_MAX_BODY_BYTES);
+        if (streq(p, "/state") && streq(m, "GET"))
+                return queue_json(r->connection, 200, state_json(s), -1);
+        if (streq(p, "/pods")) {
+                if (streq(m, "GET")) {
+                        Selector none = {};
+
+                        return queue_json(r->connection, 200, pod_list(s, &none, &none), -1);
+                }
+                if (streq(m, "POST"))
+                        return control_post_pod(s, r);
+        } else if ((name = startswith(p, "/pods/"))) {
+                const char *slash = strchr(name, '/');
+
+                if (slash && streq(slash, "/rewrite-conditions") && streq(m, "POST")) {
+                        _cleanup_free_ char *n = strndup(name, (size_t) (slash - name));
+
+                        return n ? control_rewrite(s, r, n) : MHD_NO;
+                }
+                if (!slash && streq(m, "GET")) {
+                        json_t *pod = json_object_get(s->pods, name);
+
+                        return pod ? queue_json(r->connection, 200, json_incref(pod), -1)
+                                   : control_error(r, 404, "no pod \"%s\"", name);
+                }
+                if (!slash && streq(m, "DELETE")) {
+                        if (!json_object_get(s->pods, name))
+                                return control_error(r, 404, "no pod \"%s\"", name);
+                        server_delete_pod(s, name);
+                        return queue_json(r->connection, 200, state_json(s), -1);
+                }
+        } else if (streq(p, "/faults")) {
+                if (streq(m, "POST"))
+                        return control_post_faults(s, r);
+                if (streq(m, "GET"))
+                        return queue_json(r->connection, 200, faults_json(s), -1);
+                if (streq(m, "DELETE")) {
+                        for (size_t i = 0; i < s->n_faults; i++)
+                                fault_done(&s->faults[i]);
+                        s->n_faults = 0;
+                        return queue_json(r->connection, 200, faults_json(s), -1);
+                }
+        } else if (streq(p, "/requests") && streq(m, "GET"))
+                return queue_json(r->connection, 200, json_incref(s->requests), -1);
+        else if (streq(p, "/reset-requests") && streq(m, "POST")) {
+                json_array_clear(s->requests);
+                s->requests_dropped = 0;
+                return queue_json(r->connection, 200, state_json(s), -1);
+        } else if (streq(p, "/events")) {
+                if (streq(m, "GET"))
+                        return queue_json(r->connection, 200, json_incref(s->events), -1);
+                if (streq(m, "DELETE")) {
+                        json_array_clear(s->events);
+                        return queue_json(r->connection, 200, state_json(s), -1);
+                }
+        } else if (streq(p, "/compact") && streq(m, "POST")) {
+                history_clear(s);
+                s->compacted_rv = s->rv;
+                return queue_json(r->connection, 200, state_json(s), -1);
+        } else if (streq(p, "/bookmark") && streq(m, "POST")) {
+                _cleanup_free_ char *rv = rv_string(s->rv);
+                _cleanup_(json_decrefp) json_t *bm = json_pack(
+                        "{s:s, s:s, s:{s:s?}}", "kind", "Pod", "apiVersion", "v1", "metadata",
+                        "resourceVersion", rv);
+
+                for (Request *w = s->live; w && bm; w = w->next)
+                        if (w->watching && !w->watch_ended && w->bookmarks)
+                                watch_queue(w, "BOOKMARK", bm);
+                return queue_json(r->connection, 200, state_json(s), -1);
+        } else if (streq(p, "/close-watches") && streq(m, "POST")) {
+                for (Request *w = s->live; w; w = w->next)
+                        if (w->watching && !w->watch_ended) {
+                                w->watch_ended = true;
+                                request_wake(w);
+                        }
+                return queue_json(r->connection, 200, state_json(s), -1);
+        } else
+                return control_error(r, 404, "no such control endpoint: %s %s", m, p);
+        return control_error(r, 405, "method %s not allowed on %s", m, p);
+}
+
+/* ---------------------------------------------------------------------------
+ * The loop */
+
+static void server_done(Server *s) {
+        while (s->live)
+                request_free(s->live); /* only after the daemons are stopped */
+        json_decref(s->pods);
+        json_decref(s->requests);
+        json_decref(s->events);
+        history_clear(s);
+        for (size_t i = 0; i < s->n_faults; i++)
+                fault_done(&s->faults[i]);
+        free(s->namespace);
+        free(s->user);
+}
+
+/* Delays that ran out, watches that timed out. Returns the next deadline
+ * (UINT64_MAX: none). */
+static uint64_t run_timers(Server *s, uint64_t now) {
+        uint64_t next = UINT64_MAX;
+
+        for (Request *r = s->live; r; r = r->next) {
+                if (r->delay_pending) {
+                        if (now >= r->resume_usec) {
+                                r->delay_pending = false;
+                                r->delay_done = true;
+                                request_wake(r);
+                        } else if (r->resume_usec < next)
+                                next = r->resume_usec;
+                }
+                if (r->watching && !r->watch_ended) {
+                        if (now >= r->watch_deadline_usec)
+                                watch_end(r);
+                        else if (r->watch_deadline_usec < next)
+                                next = r->watch_deadline_usec;
+                }
+        }
+        return next;
+}
+
+static int start_daemon(Server *s, Port port, uint16_t want_port, const char *cert,
+                        const char *key, struct MHD_Daemon **ret, uint16_t *ret_port) {
+        struct sockaddr_in sa = {
+                .sin_family = AF_INET,
+                .sin_port = htons(want_port),
+                .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+        };
+        unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+        const union MHD_DaemonInfo *info;
+        struct MHD_Daemon *d;
+
+        if (s->verbose)
+                flags |= MHD_USE_ERROR_LOG;
+        if (port == PORT_API)
+                d = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, on_api, s,
+                                     MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &sa,
+                                     MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_MEM_KEY,
+                                     key, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                     MHD_OPTION_CONNECTION_LIMIT, FAKE_MAX_CONNECTIONS,
+                                     MHD_OPTION_CONNECTION_TIMEOUT, FAKE_CONNECTION_TIMEOUT_SEC,
+                                     MHD_OPTION_END);
+        else
+                d = MHD_start_daemon(flags, 0, NULL, NULL, on_control, s, MHD_OPTION_SOCK_ADDR,
+                                     (struct sockaddr *) &sa, MHD_OPTION_NOTIFY_COMPLETED,
+                                     on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
+                                     FAKE_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
+                                     FAKE_CONNECTION_TIMEOUT_SEC, MHD_OPTION_END);
+        if (!d)
+                return -EADDRNOTAVAIL;
+        info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+        if (!info || info->port == 0) {
+                MHD_stop_daemon(d);
+                return -EADDRNOTAVAIL;
+        }
+        *ret_port = info->port;
+        *ret = d;
+        return 0;
+}
+
+static int daemon_epoll_fd(struct MHD_Daemon *d) {
+        const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
+
+        return info ? info->epoll_fd : -1;
+}
+
+static int run(Server *s, int signal_fd) {
+        struct pollfd pfd[3 + FAKE_MAX_CONNECTIONS];
+        Request *watched[FAKE_MAX_CONNECTIONS];
+
+        for (;;) {
+                MHD_UNSIGNED_LONG_LONG mhd_ms;
+                uint64_t now, next;
+                long long timeout_ms = -1;
+                size_t n = 3, n_watched = 0;
+                int k;
+
+                if (MHD_run(s->api) != MHD_YES || MHD_run(s->control) != MHD_YES)
+                        return -EIO;
+                now = now_usec();
+                next = run_timers(s, now);
+                if (next != UINT64_MAX)
+                        timeout_ms = (long long) ((next - now + 999) / 1000);
+                if (MHD_get_timeout(s->api, &mhd_ms) == MHD_YES &&
+                    (timeout_ms < 0 || (long long) mhd_ms < timeout_ms))
+                        timeout_ms = (long long) mhd_ms;
+                if (MHD_get_timeout(s->control, &mhd_ms) == MHD_YES &&
+                    (timeout_ms < 0 || (long long) mhd_ms < timeout_ms))
+                        timeout_ms = (long long) mhd_ms;
+                if (timeout_ms > INT_MAX)
+                        timeout_ms = INT_MAX;
+
+                pfd[0] = (struct pollfd){ .fd = daemon_epoll_fd(s->api), .events = POLLIN };
+                pfd[1] = (struct pollfd){ .fd = daemon_epoll_fd(s->control), .events = POLLIN };
+                pfd[2] = (struct pollfd){ .fd = signal_fd, .events = POLLIN };
+                /* libmicrohttpd does not see a client leave while its
+                 * connection is suspended: watch parked watches' sockets */
+                for (Request *r = s->live; r && n_watched < FAKE_MAX_CONNECTIONS; r = r->next) {
+                        const union MHD_ConnectionInfo *ci;
+
+                        if (!r->watching || !r->suspended)
+                                continue;
+                        ci = MHD_get_connection_info(r->connection,
+                                                     MHD_CONNECTION_INFO_CONNECTION_FD);
+                        if (!ci)
+                                continue;
+                        pfd[n++] = (struct pollfd){ .fd = ci->connect_fd, .events = POLLRDHUP };
+                        watched[n_watched++] = r;
+                }
+                k = poll(pfd, n, (int) timeout_ms);
+                if (k < 0 && errno != EINTR)
+                        return -errno;
+                if (k <= 0)
+                        continue;
+                if (pfd[2].revents & POLLIN) {
+                        struct signalfd_siginfo si;
+
+                        if (read(signal_fd, &si, sizeof si) == (ssize_t) sizeof si)
+                                return 0;
+                }
+                for (size_t i = 0; i < n_watched; i++)
+                        if (pfd[3 + i].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+                                watched[i]->watch_ended = true;
+                                request_wake(watched[i]);
+                        }
+        }
+}
+
+static void usage(FILE *f) {
+        fprintf(f,
+                "usage: fake-apiserver --pods FILE --token-file FILE --tls-cert FILE "
+                "--tls-key FILE\n"
+                "                      [--port N] [--control-port N] [--namespace NS] "
+                "[--verbose]\n"
+                "A loopback Kubernetes API server for tests: TLS on 127.0.0.1:N (0: the kernel\n"
+                "chooses), a plain-HTTP control port for fault injection. Prints\n"
+                "\"listening on https://127.0.0.1:PORT\" and \"control on "
+                "http://127.0.0.1:PORT\".\n");
+}
+
+static int parse_port_arg(const char *s, uint16_t *ret) {
+        uint64_t v;
+
+        if (parse_u64(s, &v) < 0 || v > 65535)
+                return -EINVAL;
+        *ret = (uint16_t) v;
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        static const struct option options[] = {
+                { "pods", required_argument, NULL, 'p' },
+                { "token-file", required_argument, NULL, 't' },
+                { "tls-cert", required_argument, NULL, 'c' },
+                { "tls-key", required_argument, NULL, 'k' },
+                { "port", required_argument, NULL, 'P' },
+                { "control-port", required_argument, NULL, 'C' },
+                { "namespace", required_argument, NULL, 'n' },
+                { "verbose", no_argument, NULL, 'v' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        const char *pods = NULL, *cert_path = NULL, *key_path = NULL;
+        _cleanup_free_ char *cert = NULL, *key = NULL;
+        uint16_t api_port = 0, control_port = 0, got_api, got_control;
+        Server s = {};
+        bool namespace_given = false;
+        _cleanup_close_ int signal_fd = -EBADF;
+        sigset_t mask;
+        size_t len;
+        int c, r, ret = 1;
+
+        while ((c = getopt_long(argc, argv, "vh", options, NULL)) >= 0) {
+                switch (c) {
+                case 'p':
+                        pods = optarg;
+                        break;
+                case 't':
+                        s.token_path = optarg;
+                        break;
+                case 'c':
+                        cert_path = optarg;
+                        break;
+                case 'k':
+                        key_path = optarg;
+                        break;
+                case 'P':
+                case 'C':
+                        if (parse_port_arg(optarg, c == 'P' ? &api_port : &control_port) < 0) {
+                                fprintf(stderr, "fake-apiserver: bad port \"%s\"\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case 'n':
+                        free(s.namespace);
+                        s.namespace = strdup(optarg);
+                        namespace_given = true;
+                        break;
+                case 'v':
+                        s.verbose = true;
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                default:
+                        usage(stderr);
+                        return 2;
+                }
+        }
+        if (optind != argc || !pods || !s.token_path || !cert_path || !key_path) {
+                usage(stderr);
+                free(s.namespace);
+                return 2;
+        }
+
+        s.pods = json_object();
+        s.requests = json_array();
+        s.events = json_array();
+        if (!s.pods || !s.requests || !s.events || (namespace_given && !s.namespace))
+                goto out;
+        if (load_pods(&s, pods, namespace_given) < 0) {
+                ret = 2;
+                goto out;
+        }
+        if (asprintf(&s.user, FAKE_USER_FMT, s.namespace) < 0) {
+                s.user = NULL;
+                goto out;
+        }
+        r = read_file_at(AT_FDCWD, cert_path, 0, FAKE_MAX_FILE_BYTES, &cert, &len);
+        if (r >= 0)
+                r = read_file_at(AT_FDCWD, key_path, 0, FAKE_MAX_FILE_BYTES, &key, &len);
+        if (r < 0) {
+                fprintf(stderr, "fake-apiserver: cannot read the certificate or key: %s\n",
+                        strerror(-r));
+                ret = 2;
+                goto out;
+        }
+
+        /* SIGPIPE: a client gone mid-answer is an error return, not a death */
+        signal(SIGPIPE, SIG_IGN);
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
+            (signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+                perror("fake-apiserver: signalfd");
+                goto out;
+        }
+
+        if (start_daemon(&s, PORT_API, api_port, cert, key, &s.api, &got_api) < 0) {
+                fprintf(stderr,
+                        "fake-apiserver: cannot start TLS on 127.0.0.1:%u (port in use, or a bad "
+                        "certificate or key)\n",
+                        api_port);
+                goto out;
+        }
+        if (start_daemon(&s, PORT_CONTROL, control_port, NULL, NULL, &s.control, &got_control) <
+            0) {
+                fprintf(stderr, "fake-apiserver: cannot listen on 127.0.0.1:%u\n", control_port);
+                goto out;
+        }
+        printf("listening on https://127.0.0.1:%u\ncontrol on http://127.0.0.1:%u\n", got_api,
+               got_control);
+        fflush(stdout);
+
+        r = run(&s, signal_fd);
+        if (r < 0)
+                fprintf(stderr, "fake-apiserver: event loop: %s\n", strerror(-r));
+        else
+                ret = 0;
+out:
+        /* libmicrohttpd refuses to stop with suspended connections: resume
+         * them all; watch_read() and api_process() then see s.stopping */
+        s.stopping = true;
+        for (Request *q = s.live; q; q = q->next)
+                request_wake(q);
+        if (s.api)
+                MHD_stop_daemon(s.api);
+        if (s.control)
+                MHD_stop_daemon(s.control);
+        server_done(&s);
+        return ret;
+}
