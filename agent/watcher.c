@@ -12,6 +12,7 @@
 #include <sys/statfs.h>
 
 #include "log.h"
+#include "volume.h"
 #include "watcher.h"
 
 /* Everything that changes a name, a link or a file in the directory, and
@@ -314,7 +315,7 @@ static int on_settle(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *
         return 0;
 }
 
-static int schedule_handler(Watcher *w, WatchReason reason) {
+static int schedule_handler(Watcher *w, WatchReason reason, bool immediately) {
         uint64_t now, deadline;
         int r;
 
@@ -335,6 +336,10 @@ static int schedule_handler(Watcher *w, WatchReason reason) {
         deadline = now + WATCHER_SETTLE_USEC;
         if (deadline > w->burst_start_usec + WATCHER_SETTLE_MAX_USEC)
                 deadline = w->burst_start_usec + WATCHER_SETTLE_MAX_USEC;
+        /* kubelet's rename of ..data is the update itself: whatever follows
+         * (links, removing the old version) changes nothing a read sees. */
+        if (immediately)
+                deadline = now;
 
         if (!w->settle_source) {
                 r = sd_event_add_time(w->event, &w->settle_source, CLOCK_MONOTONIC, deadline, 1000,
@@ -496,7 +501,7 @@ static int on_retry(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *u
         r = add_watch(w);
         if (r >= 0) {
                 log_info("Directory \"%s\" is back; watching it again.", w->path);
-                r = schedule_handler(w, WATCH_REASON_RECREATED);
+                r = schedule_handler(w, WATCH_REASON_RECREATED, false);
                 if (r < 0)
                         log_error_errno(r, "Cannot schedule a look at \"%s\": %m.", w->path);
                 return 0;
@@ -521,7 +526,7 @@ static int on_retry(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *u
 /* Reads what inotify has queued and schedules the handler. Returns the
  * number of events that concern us, or -errno. */
 static int drain_inotify(Watcher *w) {
-        bool lost = false, overflow = false;
+        bool lost = false, overflow = false, flipped = false;
         unsigned reads = 0;
         int n_events = 0, r;
 
@@ -557,6 +562,9 @@ static int drain_inotify(Watcher *w) {
                         n_events++;
                         if (ev->mask & LOST_MASK)
                                 lost = true;
+                        if ((ev->mask & IN_MOVED_TO) && ev->len > 0 &&
+                            streq(ev->name, VOLUME_DATA_LINK))
+                                flipped = true;
                 }
         }
 
@@ -567,13 +575,13 @@ static int drain_inotify(Watcher *w) {
                                         "Cannot keep watching \"%s\": %m. Changes are seen "
                                         "only at the next resync.",
                                         w->path);
-                r = schedule_handler(w, WATCH_REASON_RECREATED);
+                r = schedule_handler(w, WATCH_REASON_RECREATED, false);
         } else if (overflow) {
                 log_notice("The inotify queue for \"%s\" overflowed; reading everything again.",
                            w->path);
-                r = schedule_handler(w, WATCH_REASON_OVERFLOW);
+                r = schedule_handler(w, WATCH_REASON_OVERFLOW, false);
         } else if (n_events > 0) {
-                r = schedule_handler(w, WATCH_REASON_INOTIFY);
+                r = schedule_handler(w, WATCH_REASON_INOTIFY, flipped);
         } else {
                 r = 0;
         }
