@@ -146,7 +146,8 @@ static int evaluate_content(const EvalInput *in, FileReport *f) {
         r = copy_changes(f, d);
         if (r < 0)
                 return r;
-        qsort(f->changes, f->n_changes, sizeof(KeyChange), compare_changes);
+        if (f->n_changes > 0)
+                qsort(f->changes, f->n_changes, sizeof(KeyChange), compare_changes);
 
         /* The ConfigMap itself is broken: enroot would refuse or misread it
          * whatever the pod runs. That is the operator's problem to fix first. */

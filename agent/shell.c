@@ -88,17 +88,14 @@ static const struct {
         const char *word;
         Tok tok;
 } reserved_words[] = {
-        { "if", TOK_IF },         { "then", TOK_THEN },
-        { "else", TOK_ELSE },     { "elif", TOK_ELIF },
-        { "fi", TOK_FI },         { "case", TOK_CASE },
-        { "esac", TOK_ESAC },     { "for", TOK_FOR },
-        { "select", TOK_SELECT }, { "while", TOK_WHILE },
-        { "until", TOK_UNTIL },   { "do", TOK_DO },
-        { "done", TOK_DONE },     { "in", TOK_IN },
-        { "function", TOK_FUNCTION }, { "time", TOK_TIME },
-        { "{", TOK_LBRACE },      { "}", TOK_RBRACE },
-        { "!", TOK_BANG },        { "[[", TOK_COND_START },
-        { "]]", TOK_COND_END },   { "coproc", TOK_COPROC },
+        {"if", TOK_IF},         {"then", TOK_THEN},     {"else", TOK_ELSE},
+        {"elif", TOK_ELIF},     {"fi", TOK_FI},         {"case", TOK_CASE},
+        {"esac", TOK_ESAC},     {"for", TOK_FOR},       {"select", TOK_SELECT},
+        {"while", TOK_WHILE},   {"until", TOK_UNTIL},   {"do", TOK_DO},
+        {"done", TOK_DONE},     {"in", TOK_IN},         {"function", TOK_FUNCTION},
+        {"time", TOK_TIME},     {"{", TOK_LBRACE},      {"}", TOK_RBRACE},
+        {"!", TOK_BANG},        {"[[", TOK_COND_START}, {"]]", TOK_COND_END},
+        {"coproc", TOK_COPROC},
 };
 
 /* "syntax error near unexpected token" messages, one per token. */
@@ -177,27 +174,27 @@ static const char *const missing_message[_TOK_MAX] = {
 };
 
 /* parse_matched_pair() flags, as in bash. */
-#define P_FIRSTCLOSE 0x01u
-#define P_ALLOWESC   0x02u
-#define P_DQUOTE     0x04u
-#define P_COMMAND    0x08u
-#define P_ARRAYSUB   0x10u
-#define P_DOLBRACE   0x20u
-#define P_ARITH      0x40u
+#define P_FIRSTCLOSE        0x01u
+#define P_ALLOWESC          0x02u
+#define P_DQUOTE            0x04u
+#define P_COMMAND           0x08u
+#define P_ARRAYSUB          0x10u
+#define P_DOLBRACE          0x20u
+#define P_ARITH             0x40u
 
 /* The parser_state bits this model needs, as in bash. */
-#define PST_CASEPAT     0x01u
-#define PST_CASESTMT    0x02u
-#define PST_ALLOWOPNBRC 0x04u
-#define PST_COMPASSIGN  0x08u
-#define PST_ASSIGNOK    0x10u
-#define PST_CMDSUBST    0x20u
-#define PST_REDIRLIST   0x40u
+#define PST_CASEPAT         0x01u
+#define PST_CASESTMT        0x02u
+#define PST_ALLOWOPNBRC     0x04u
+#define PST_COMPASSIGN      0x08u
+#define PST_ASSIGNOK        0x10u
+#define PST_CMDSUBST        0x20u
+#define PST_REDIRLIST       0x40u
 
 /* bash's check_binary_file() looks at the first read(2) of this many bytes. */
 #define BINARY_SAMPLE_BYTES 80u
 /* Enough of a word to recognize reserved words, builtins, -p and --. */
-#define WORD_PREFIX_BYTES 16u
+#define WORD_PREFIX_BYTES   16u
 
 typedef enum ErrorKind {
         ERROR_NONE,
@@ -217,10 +214,10 @@ typedef struct Shell {
         size_t end;          /* len, plus one for the newline bash supplies to a file */
         size_t pos;          /* next position to read */
         size_t hiwater;      /* furthest position read: bash's line_number */
-        bool eval;           /* a string for eval, not a file */
         bool in_word;        /* inside read_word() */
         bool in_heredoc;     /* reading here-document bodies */
-        bool eof_in_word;    /* a word ran into the end: bash counts one more line */
+        bool eof_extra_line; /* a word or a here-document line ran into the end
+                              * after a backslash-newline: bash counts one more line */
         unsigned depth;
 
         /* bash's lexer context */
@@ -263,7 +260,7 @@ typedef struct Word {
                 AS_PLUS,
                 AS_ASSIGN,
                 AS_BAD,
-        } assign;        /* bash's assignment(): NAME=, NAME+=, NAME[...]= */
+        } assign; /* bash's assignment(): NAME=, NAME+=, NAME[...]= */
         unsigned sub_depth;
         enum {
                 RB_START,
@@ -272,7 +269,7 @@ typedef struct Word {
                 RB_ARRAY,
                 RB_CLOSED,
                 RB_NO,
-        } redir;         /* {NAME} before a redirection */
+        } redir; /* {NAME} before a redirection */
 } Word;
 
 static inline size_t size_max(size_t a, size_t b) {
@@ -366,7 +363,7 @@ static unsigned line_of(const Shell *s, size_t pos) {
         /* When a word is what first runs into the end of the input (after a
          * backslash-newline), bash's reader asks for one more line than
          * usual before it reports the end of the file. */
-        if (pos >= s->end && s->eof_in_word && s->cur == TOK_EOF && line < UINT32_MAX)
+        if (pos >= s->end && s->eof_extra_line && s->cur == TOK_EOF && line < UINT32_MAX)
                 line++;
         return line;
 }
@@ -388,7 +385,6 @@ static void shell_init(Shell *s, const char *text, size_t len, bool eval) {
                 .text = text,
                 .len = len,
                 .end = len,
-                .eval = eval,
                 .cur = TOK_NONE,
                 .last = TOK_NONE,
                 .before = TOK_NONE,
@@ -412,7 +408,7 @@ static int raw_getc(Shell *s) {
                 if (!s->in_heredoc)
                         s->hiwater = size_max(s->hiwater, s->end);
                 if (s->in_word)
-                        s->eof_in_word = true;
+                        s->eof_extra_line = true;
                 return EOF;
         }
         c = s->pos < s->len ? (unsigned char) s->text[s->pos] : '\n';
@@ -449,11 +445,11 @@ static int sh_peekc(Shell *s, bool remove_newline) {
 /* A look ahead bash itself does not take: it must not move the line. */
 static int sh_peekc_quiet(Shell *s) {
         size_t save = s->hiwater;
-        bool eof = s->eof_in_word;
+        bool eof = s->eof_extra_line;
         int c = sh_peekc(s, true);
 
         s->hiwater = save;
-        s->eof_in_word = eof;
+        s->eof_extra_line = eof;
         return c;
 }
 
@@ -502,7 +498,8 @@ static bool reserved_word_acceptable(const Shell *s, Tok t) {
         case TOK_DOLPAREN:
                 return true;
         default:
-                return s->last == TOK_WORD && (s->before == TOK_FUNCTION || s->before == TOK_COPROC);
+                return s->last == TOK_WORD &&
+                       (s->before == TOK_FUNCTION || s->before == TOK_COPROC);
         }
 }
 
@@ -529,8 +526,7 @@ static bool parsing_redirection(Tok t) {
 static bool command_token_position(const Shell *s, Tok t) {
         /* While a simple command is only redirections so far (bash's
          * PST_REDIRLIST), the next word may still be an assignment. */
-        return t == TOK_ASSIGNMENT_WORD ||
-               ((s->pst & PST_REDIRLIST) && !parsing_redirection(t)) ||
+        return t == TOK_ASSIGNMENT_WORD || ((s->pst & PST_REDIRLIST) && !parsing_redirection(t)) ||
                (t != TOK_SEMI_SEMI && t != TOK_SEMI_AND && t != TOK_SEMI_SEMI_AND &&
                 reserved_word_acceptable(s, t));
 }
@@ -638,7 +634,8 @@ static int matched_pair(Shell *s, int qc, int open, int close, unsigned flags) {
                                 if (ch == '`')
                                         s->live |= SHELL_LIVE_COMMAND;
                                 r = matched_pair(s, ch, ch, ch,
-                                                 wasdol && ch == '\'' ? P_ALLOWESC | rflags : rflags);
+                                                 wasdol && ch == '\'' ? P_ALLOWESC | rflags
+                                                                      : rflags);
                                 if (r < 0)
                                         return r;
                         } else if ((flags & (P_ARRAYSUB | P_DOLBRACE)) && wasdol &&
@@ -720,19 +717,25 @@ static int gather_heredocs_internal(Shell *s) {
                          * and after stripping their leading tabs. */
                         size_t raw = 0, stripped = 0, after_delim = 0;
                         bool raw_ok = true, stripped_ok = true, leading = true, passnext = false;
-                        bool close_after = false, saw_close = false;
+                        bool close_after = false, saw_close = false, continued = false;
                         int c;
 
                         for (;;) {
                                 c = raw_getc(s);
-                                if (c == EOF || (c == '\n' && !passnext))
+                                if (c == EOF && continued)
+                                        s->eof_extra_line = true;
+                                if (c == EOF || c == '\n')
                                         break;
+                                continued = false;
                                 if (passnext)
                                         passnext = false;
                                 else if (c == '\\' && !h->quoted) {
                                         size_t save = s->pos;
-                                        if (raw_getc(s) == '\n')
+                                        /* not the newline supplied at the end */
+                                        if (raw_getc(s) == '\n' && s->pos <= s->len) {
+                                                continued = true;
                                                 continue;
+                                        }
                                         s->pos = save;
                                         passnext = true;
                                 }
@@ -762,7 +765,8 @@ static int gather_heredocs_internal(Shell *s) {
                          * rest of the line is read again as commands. */
                         if ((s->pst & PST_CMDSUBST) && (close_after || (dlen == 0 && saw_close))) {
                                 if (i + 1 < s->n_heredocs || dlen == 0)
-                                        return unsupported(s, "unsupported: here-document ended by `)'");
+                                        return unsupported(
+                                                s, "unsupported: here-document ended by `)'");
                                 s->pos = after_delim;
                                 break;
                         }
@@ -1003,7 +1007,10 @@ static void word_put(Word *w, int c) {
                 w->redir = is_name_start(c) ? RB_IDENT : RB_NO;
                 break;
         case RB_IDENT:
-                w->redir = c == '}' ? RB_CLOSED : c == '[' ? RB_ARRAY : is_name_char(c) ? RB_IDENT : RB_NO;
+                w->redir = c == '}'          ? RB_CLOSED
+                           : c == '['        ? RB_ARRAY
+                           : is_name_char(c) ? RB_IDENT
+                                             : RB_NO;
                 break;
         case RB_ARRAY:
                 break;
@@ -1198,7 +1205,8 @@ static int read_word_internal(Shell *s, int c, Tok *ret) {
 
                                         s->live |= SHELL_LIVE_VARIABLE;
                                         if (is_blank(n) || n == '\n' || n == '|')
-                                                return unsupported(s, "unsupported: ${ command; } (bash 5.3 runs it)");
+                                                return unsupported(s, "unsupported: ${ command; } "
+                                                                      "(bash 5.3 runs it)");
                                         r = matched_pair(s, 0, '{', '}', P_FIRSTCLOSE | P_DOLBRACE);
                                 } else if (peek == '(') {
                                         if (c != '$')
@@ -1216,7 +1224,8 @@ static int read_word_internal(Shell *s, int c, Tok *ret) {
                         }
                         if (c == '$' && (peek == '\'' || peek == '"')) {
                                 s->live |= SHELL_LIVE_ANSI_C;
-                                r = matched_pair(s, peek, peek, peek, peek == '\'' ? P_ALLOWESC : 0);
+                                r = matched_pair(s, peek, peek, peek,
+                                                 peek == '\'' ? P_ALLOWESC : 0);
                                 if (r < 0)
                                         return r;
                                 w.quoted = true;
@@ -1232,9 +1241,9 @@ static int read_word_internal(Shell *s, int c, Tok *ret) {
                         if (c == '$' && is_param_char(peek))
                                 s->live |= SHELL_LIVE_VARIABLE;
                         s->pos = p0;
-                } else if (c == '[' &&
-                           ((w.len > 0 && assignment_acceptable(s, s->last) && w.assign == AS_IDENT) ||
-                            (w.len == 0 && (s->pst & PST_COMPASSIGN)))) {
+                } else if (c == '[' && ((w.len > 0 && assignment_acceptable(s, s->last) &&
+                                         w.assign == AS_IDENT) ||
+                                        (w.len == 0 && (s->pst & PST_COMPASSIGN)))) {
                         /* NAME[subscript]=: the subscript is one piece */
                         r = matched_pair(s, 0, '[', ']', P_ARRAYSUB);
                         if (r < 0)
@@ -1307,7 +1316,8 @@ static int read_word_internal(Shell *s, int c, Tok *ret) {
                 return 0;
         }
 
-        if (w.assign == AS_ASSIGN && (assignment_acceptable(s, s->last) || (s->pst & PST_COMPASSIGN)))
+        if (w.assign == AS_ASSIGN &&
+            (assignment_acceptable(s, s->last) || (s->pst & PST_COMPASSIGN)))
                 t = TOK_ASSIGNMENT_WORD;
         else
                 t = TOK_WORD;
@@ -1366,7 +1376,8 @@ static int dparen(Shell *s, size_t second, Tok *ret) {
                 if (quoting)
                         s->arith_for_error = "unsupported: quotes or expansions in for ((...))";
                 else if (semicolons < 2)
-                        s->arith_for_error = "syntax error: arithmetic expression required in for ((...))";
+                        s->arith_for_error =
+                                "syntax error: arithmetic expression required in for ((...))";
                 else if (semicolons > 2)
                         s->arith_for_error = "syntax error: `;' unexpected in for ((...))";
                 else
@@ -1386,7 +1397,8 @@ static int dparen(Shell *s, size_t second, Tok *ret) {
                 /* bash pushes the text back and reads "( (" instead, with
                  * quirks of its own in what follows. */
                 (void) second;
-                return unsupported(s, "unsupported: (( not closed by )): write ( ( for nested subshells");
+                return unsupported(
+                        s, "unsupported: (( not closed by )): write ( ( for nested subshells");
         }
         return 1;
 }
@@ -1754,8 +1766,9 @@ static int for_command(Shell *s) {
                 if (r < 0)
                         return r;
                 if (error)
-                        return fail_at(s, startswith(error, "unsupported") ? ERROR_UNSUPPORTED
-                                                                            : ERROR_SYNTAX,
+                        return fail_at(s,
+                                       startswith(error, "unsupported") ? ERROR_UNSUPPORTED
+                                                                        : ERROR_SYNTAX,
                                        error, error_pos);
                 return next(s);
         } else {
@@ -1847,7 +1860,8 @@ static int case_command(Shell *s) {
                                 return r;
                 }
 
-                if (s->cur == TOK_SEMI_SEMI || s->cur == TOK_SEMI_AND || s->cur == TOK_SEMI_SEMI_AND) {
+                if (s->cur == TOK_SEMI_SEMI || s->cur == TOK_SEMI_AND ||
+                    s->cur == TOK_SEMI_SEMI_AND) {
                         r = next(s);
                         if (r < 0)
                                 return r;
@@ -2199,7 +2213,8 @@ int shell_check_syntax(const char *text, size_t len, unsigned *ret_line, const c
                         if (ret_line)
                                 *ret_line = 1;
                         if (ret_message)
-                                *ret_message = "NUL byte in the first line: bash refuses a binary file";
+                                *ret_message =
+                                        "NUL byte in the first line: bash refuses a binary file";
                         return -EINVAL;
                 }
         }
@@ -2477,7 +2492,8 @@ static int echo_escapes(StrBuf *out, const char *w, size_t n, bool *stop, unsign
                         c = (int) (v & 0xffu);
                         break;
                 case 'x':
-                        for (v = 0, k = 0; k < 2 && i < n && is_xdigit((unsigned char) w[i]); k++, i++)
+                        for (v = 0, k = 0; k < 2 && i < n && is_xdigit((unsigned char) w[i]);
+                             k++, i++)
                                 v = v * 16 + (unsigned) xdigit_value((unsigned char) w[i]);
                         if (k == 0) {
                                 r = strbuf_putc(out, '\\');
@@ -2491,7 +2507,8 @@ static int echo_escapes(StrBuf *out, const char *w, size_t n, bool *stop, unsign
                 case 'U': {
                         size_t max = c == 'u' ? 4 : 8;
 
-                        for (v = 0, k = 0; k < max && i < n && is_xdigit((unsigned char) w[i]); k++, i++)
+                        for (v = 0, k = 0; k < max && i < n && is_xdigit((unsigned char) w[i]);
+                             k++, i++)
                                 v = v * 16 + (unsigned) xdigit_value((unsigned char) w[i]);
                         if (k == 0) {
                                 r = strbuf_putc(out, '\\');

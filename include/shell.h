@@ -27,13 +27,13 @@ typedef enum ShellLive {
 
 /* Not live, but worth a lint warning: the value's first word(s) are echo options
  * (-n, -e, -E and combinations such as -ne) that echo consumes instead of printing. */
-#define SHELL_NOTE_ECHO_OPTION (1u << 16)
+#define SHELL_NOTE_ECHO_OPTION  (1u << 16)
 /* Not live: an unquoted '#' starts a comment that removes the rest of the value. */
-#define SHELL_NOTE_COMMENT     (1u << 17)
+#define SHELL_NOTE_COMMENT      (1u << 17)
 /* Not live: quotes or backslashes were removed. */
-#define SHELL_NOTE_QUOTES      (1u << 18)
+#define SHELL_NOTE_QUOTES       (1u << 18)
 
-#define SHELL_LIVE_MASK        0xffffu
+#define SHELL_LIVE_MASK         0xffffu
 
 /* Limits. Input cannot grow anything past these; crossing one is reported,
  * never silently truncated.
@@ -80,5 +80,6 @@ int shell_eval_echo(const char *value, char **ret_output, unsigned *ret_flags);
  * error (never call a file that bash rejects valid); such messages start
  * with "unsupported" (for example [[ ]], coproc, a here-document inside
  * $(...), ${ cmd; } which bash 5.3 parses differently, nesting deeper than
- * SHELL_MAX_NESTING). ret_line and ret_message are written only on -EINVAL. */
+ * SHELL_MAX_NESTING). ret_line and ret_message may be NULL, and are written only
+ * on -EINVAL. */
 int shell_check_syntax(const char *text, size_t len, unsigned *ret_line, const char **ret_message);

@@ -28,14 +28,16 @@ start_agent() {
         shift
         "$AGENT" --listen 127.0.0.1:0 --log-level debug "$@" >"$log" 2>&1 &
         AGENT_PID=$!
-        for _ in $(seq 1 100); do
+        # generous: sanitizer builds under a loaded CI machine start slowly
+        for _ in $(seq 1 400); do
                 PORT=$(sed -n 's/.*Serving .* on 127\.0\.0\.1:\([0-9]*\)\..*/\1/p' "$log")
                 [ -n "$PORT" ] && break
                 kill -0 "$AGENT_PID" 2>/dev/null || break
                 sleep 0.05
         done
         [ -n "${PORT:-}" ] || { cat "$log" >&2; fail "the agent did not start: $*"; return 1; }
-        wait_for 5 "$AGENT" --check --listen "127.0.0.1:$PORT"
+        wait_for 20 "$AGENT" --check --listen "127.0.0.1:$PORT" ||
+                { cat "$log" >&2; fail "the agent never became ready: $*"; return 1; }
 }
 stop_agent() {
         [ -n "$AGENT_PID" ] || return 0
@@ -58,7 +60,7 @@ wait_for() {
 metric() { curl -sf "http://127.0.0.1:$PORT/metrics" | grep -v '^#' | grep -F -- "$1" | head -1 | awk '{print $NF}'; }
 metric_is() { [ "$(metric "$1")" = "$2" ]; }
 expect_metric() {
-        if wait_for 3 metric_is "$1" "$2"; then pass; else
+        if wait_for 10 metric_is "$1" "$2"; then pass; else
                 fail "$1 is '$(metric "$1")', expected $2"
         fi
 }

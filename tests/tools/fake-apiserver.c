@@ -90,8 +90,8 @@
 /* Object names: a DNS subdomain. */
 #define FAKE_MAX_NAME_BYTES            253u
 
-#define CONTENT_TYPE_JSON "application/json"
-#define FAKE_USER_FMT     "system:serviceaccount:%s:aicr-enroot-agent"
+#define CONTENT_TYPE_JSON              "application/json"
+#define FAKE_USER_FMT                  "system:serviceaccount:%s:aicr-enroot-agent"
 
 typedef struct Server Server;
 typedef struct Request Request;
@@ -163,8 +163,8 @@ static int parse_u64(const char *s, uint64_t *ret) {
 
 /* Go's strconv.ParseBool, which the API server uses for query flags. */
 static int parse_bool(const char *s, bool *ret) {
-        static const char *const yes[] = { "1", "t", "T", "TRUE", "true", "True" };
-        static const char *const no[] = { "0", "f", "F", "FALSE", "false", "False" };
+        static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True"};
+        static const char *const no[] = {"0", "f", "F", "FALSE", "false", "False"};
 
         for (size_t i = 0; i < ELEMENTSOF(yes); i++)
                 if (streq(s, yes[i])) {
@@ -333,8 +333,8 @@ static json_t *status_new(unsigned code, const char *reason, const char *message
         return o;
 }
 
-static json_t *status_newf(unsigned code, const char *reason, json_t *details, const char *fmt,
-                           ...) _printf_(4, 5);
+static json_t *status_newf(unsigned code, const char *reason, json_t *details, const char *fmt, ...)
+        _printf_(4, 5);
 static json_t *status_newf(unsigned code, const char *reason, json_t *details, const char *fmt,
                            ...) {
         _cleanup_free_ char *message = NULL;
@@ -469,7 +469,8 @@ static int selector_parse(const char *text, bool fields, Selector *ret, char **r
                                        : -EINVAL;
                 }
                 if (fields) {
-                        if (!streq(r->key, "metadata.name") && !streq(r->key, "metadata.namespace")) {
+                        if (!streq(r->key, "metadata.name") &&
+                            !streq(r->key, "metadata.namespace")) {
                                 int n = asprintf(ret_error,
                                                  "field label not supported: %s (this fake serves "
                                                  "metadata.name and metadata.namespace)",
@@ -479,8 +480,8 @@ static int selector_parse(const char *text, bool fields, Selector *ret, char **r
                         }
                         if (r->op != SEL_EQ && r->op != SEL_NE) {
                                 selector_done(&s);
-                                return asprintf(ret_error, "invalid field selector: \"%s\"",
-                                                term) < 0
+                                return asprintf(ret_error, "invalid field selector: \"%s\"", term) <
+                                                       0
                                                ? -ENOMEM
                                                : -EINVAL;
                         }
@@ -527,8 +528,8 @@ static bool pod_matches(const json_t *pod, const Selector *labels, const Selecto
         json_t *l = json_object_get(meta, "labels");
         _cleanup_(json_decrefp) json_t *empty = json_object();
 
-        f = json_pack("{s:s?, s:s?}", "metadata.name", json_str(meta, "name"),
-                      "metadata.namespace", json_str(meta, "namespace"));
+        f = json_pack("{s:s?, s:s?}", "metadata.name", json_str(meta, "name"), "metadata.namespace",
+                      json_str(meta, "namespace"));
         if (!f || !empty)
                 return false;
         return selector_matches(labels, json_is_object(l) ? l : empty) &&
@@ -695,7 +696,8 @@ static int smp_apply_map(json_t *target, json_t *patch, const char *path, PatchE
 
                 if (key[0] == '$') {
                         if (streq(key, "$patch") || startswith(key, "$setElementOrder/") ||
-                            streq(key, "$retainKeys") || startswith(key, "$deleteFromPrimitiveList/"))
+                            streq(key, "$retainKeys") ||
+                            startswith(key, "$deleteFromPrimitiveList/"))
                                 continue;
                         return patch_fail(e, 400, NULL, "unknown directive \"%s\" in %s", key,
                                           path);
@@ -706,8 +708,8 @@ static int smp_apply_map(json_t *target, json_t *patch, const char *path, PatchE
                         json_object_del(target, key);
                 else if (json_is_object(v)) {
                         json_t *cur = json_object_get(target, key);
-                        _cleanup_(json_decrefp) json_t *n = json_is_object(cur) ? json_incref(cur)
-                                                                                : json_object();
+                        _cleanup_(json_decrefp) json_t *n =
+                                json_is_object(cur) ? json_incref(cur) : json_object();
                         int r;
 
                         if (!n)
@@ -737,8 +739,8 @@ static int smp_apply_map(json_t *target, json_t *patch, const char *path, PatchE
  * conditions: not a list of objects, a string field that is not a string, a
  * time that is not RFC 3339, a type that is not a qualified name. */
 static int validate_status(const json_t *status, PatchError *e) {
-        static const char *const string_fields[] = { "type", "status", "reason", "message" };
-        static const char *const time_fields[] = { "lastProbeTime", "lastTransitionTime" };
+        static const char *const string_fields[] = {"type", "status", "reason", "message"};
+        static const char *const time_fields[] = {"lastProbeTime", "lastTransitionTime"};
         const json_t *conditions;
         size_t i;
         json_t *c;
@@ -800,10 +802,10 @@ static int validate_status(const json_t *status, PatchError *e) {
  * Faults */
 
 typedef struct FaultAction {
-        unsigned status;       /* 0: answer normally (after the delay) */
-        int retry_after_sec;   /* -1: no Retry-After header */
-        unsigned delay_ms;     /* before answering, or dropping */
-        bool drop_connection;  /* close without an answer */
+        unsigned status;        /* 0: answer normally (after the delay) */
+        int retry_after_sec;    /* -1: no Retry-After header */
+        unsigned delay_ms;      /* before answering, or dropping */
+        bool drop_connection;   /* close without an answer */
         char *reason, *message; /* override the Status's defaults */
 } FaultAction;
 
@@ -832,9 +834,9 @@ static void fault_done(Fault *f) {
 static json_t *fault_to_json(const Fault *f) {
         json_t *o = json_pack("{s:{s:s?, s:s?, s:s?}, s:i, s:i, s:i, s:b, s:i}", "match", "method",
                               f->method, "path", f->path, "path_prefix", f->path_prefix, "status",
-                              (int) f->action.status, "delay_ms", (int) f->action.delay_ms,
-                              "count", (int) f->count, "drop_connection",
-                              f->action.drop_connection, "hits", (int) f->hits);
+                              (int) f->action.status, "delay_ms", (int) f->action.delay_ms, "count",
+                              (int) f->count, "drop_connection", f->action.drop_connection, "hits",
+                              (int) f->hits);
 
         if (!o)
                 return NULL;
@@ -871,7 +873,7 @@ static int dup_string_field(json_t *v, char **ret) {
 /* One fault from its JSON. Unknown keys are refused: a typo in a test must
  * not silently inject nothing. */
 static int fault_parse(json_t *o, Fault *ret, char **ret_error) {
-        Fault f = { .watch = -1, .action.retry_after_sec = -1, .count = 1 };
+        Fault f = {.watch = -1, .action.retry_after_sec = -1, .count = 1};
         const char *key;
         json_t *v;
         int r = 0;
@@ -973,6 +975,7 @@ struct Server {
         char *user; /* the service account named in 403 messages */
         bool verbose;
         bool stopping;
+        bool need_run; /* a connection was resumed: run libmicrohttpd again at once */
 
         json_t *pods; /* name -> Pod, in insertion order */
         uint64_t rv;  /* last resourceVersion handed out */
@@ -1023,6 +1026,10 @@ static void request_wake(Request *r) {
         if (r->suspended) {
                 r->suspended = false;
                 MHD_resume_connection(r->connection);
+                /* In external polling mode libmicrohttpd takes the resumed
+                 * connection back only in its next MHD_run(), and its
+                 * MHD_get_timeout() does not ask for one: the loop must. */
+                r->server->need_run = true;
         }
 }
 
@@ -1104,10 +1111,9 @@ static void log_request(Server *s, Request *r, unsigned status, bool dropped) {
         r->logged = true;
         e = json_pack("{s:I, s:f, s:s, s:s, s:s?, s:s?, s:i, s:b, s:b, s:b, s:f}", "seq",
                       (json_int_t) ++s->request_seq, "time", r->wall_start, "method", r->method,
-                      "path", r->path, "query", r->query, "content_type", r->content_type,
-                      "status", (int) status, "watch", r->watching, "fault", r->has_fault,
-                      "dropped", dropped, "duration_ms",
-                      (double) (now_usec() - r->start_usec) / 1000.0);
+                      "path", r->path, "query", r->query, "content_type", r->content_type, "status",
+                      (int) status, "watch", r->watching, "fault", r->has_fault, "dropped", dropped,
+                      "duration_ms", (double) (now_usec() - r->start_usec) / 1000.0);
         if (!e)
                 return;
         if (r->body.len > 0 && r->body.len <= FAKE_MAX_LOGGED_BODY_BYTES) {
@@ -1192,8 +1198,8 @@ static bool watch_wants(const Request *w, const json_t *pod) {
 }
 
 static void watch_queue(Request *w, const char *type, const json_t *object) {
-        _cleanup_(json_decrefp) json_t *ev = json_pack("{s:s, s:O}", "type", type, "object",
-                                                       object);
+        _cleanup_(json_decrefp) json_t *ev =
+                json_pack("{s:s, s:O}", "type", type, "object", object);
         _cleanup_free_ char *line = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
 
         if (!line || strbuf_puts(&w->queue, line) < 0 || strbuf_putc(&w->queue, '\n') < 0) {
@@ -1232,7 +1238,7 @@ static void history_add(Server *s, const char *type, const json_t *object) {
                 s->n_history--;
         }
         h = &s->history[(s->history_first + s->n_history) % FAKE_MAX_HISTORY];
-        *h = (HistoryEntry){ .rv = s->rv, .type = type, .object = json_deep_copy(object) };
+        *h = (HistoryEntry){.rv = s->rv, .type = type, .object = json_deep_copy(object)};
         s->n_history++;
 }
 
@@ -1265,7 +1271,7 @@ static int pod_normalize(Server *s, json_t *pod, char **ret_error) {
 
         if (!json_is_object(pod) || !json_is_object(meta = json_object_get(pod, "metadata")))
                 return asprintf(ret_error, "a pod must be an object with metadata") < 0 ? -ENOMEM
-                                                                                       : -EINVAL;
+                                                                                        : -EINVAL;
         name = json_str(meta, "name");
         if (!name || *name == '\0' || strlen(name) > FAKE_MAX_NAME_BYTES ||
             !selector_word_ok(name, false))
@@ -1305,14 +1311,14 @@ static int pod_normalize(Server *s, json_t *pod, char **ret_error) {
                 json_t *lv;
 
                 if (!json_is_object(v))
-                        return asprintf(ret_error, "pod \"%s\": labels must be an object", name) <
-                                               0
+                        return asprintf(ret_error, "pod \"%s\": labels must be an object", name) < 0
                                        ? -ENOMEM
                                        : -EINVAL;
                 json_object_foreach(v, key, lv) {
                         if (!json_is_string(lv))
-                                return asprintf(ret_error, "pod \"%s\": label \"%s\" is not a string",
-                                                name, key) < 0
+                                return asprintf(ret_error,
+                                                "pod \"%s\": label \"%s\" is not a string", name,
+                                                key) < 0
                                                ? -ENOMEM
                                                : -EINVAL;
                 }
@@ -1331,10 +1337,23 @@ static int pod_normalize(Server *s, json_t *pod, char **ret_error) {
                         return r;
                 }
         }
-        json_object_set_new(pod, "kind", json_string("Pod"));
-        json_object_set_new(pod, "apiVersion", json_string("v1"));
         if (!json_object_get(pod, "spec"))
                 json_object_set_new(pod, "spec", json_object());
+        {
+                /* kind and apiVersion first, as the real server writes them */
+                _cleanup_(json_decrefp) json_t *head =
+                        json_pack("{s:s, s:s}", "kind", "Pod", "apiVersion", "v1");
+
+                if (!head)
+                        return -ENOMEM;
+                json_object_del(pod, "kind");
+                json_object_del(pod, "apiVersion");
+                if (json_object_update(head, pod) < 0)
+                        return -ENOMEM;
+                json_object_clear(pod);
+                if (json_object_update(pod, head) < 0)
+                        return -ENOMEM;
+        }
         return 0;
 }
 
@@ -1372,12 +1391,9 @@ static void server_delete_pod(Server *s, const char *name) {
         }
 }
 
-/* Replaces a pod's status (stolen) at a new resourceVersion: MODIFIED. */
+/* Replaces a pod's status (stolen, not NULL) at a new resourceVersion: MODIFIED. */
 static void server_set_status(Server *s, json_t *pod, json_t *status) {
-        if (status)
-                json_object_set_new(pod, "status", status);
-        else
-                json_object_del(pod, "status");
+        json_object_set_new(pod, "status", status);
         s->rv++;
         set_rv(pod, s->rv);
         server_emit(s, "MODIFIED", pod);
@@ -1535,7 +1551,7 @@ static void route_parse(Request *r, Route *ret) {
                 goto done;
         if (*p == '\0') {
                 rt.endpoint = EP_POD;
-                rt.verb = streq(r->method, "DELETE") ? "delete"
+                rt.verb = streq(r->method, "DELETE")  ? "delete"
                           : streq(r->method, "PATCH") ? "patch"
                           : streq(r->method, "PUT")   ? "update"
                                                       : "get";
@@ -1766,9 +1782,8 @@ static enum MHD_Result api_watch(Server *s, Request *r) {
                 const char *key;
                 json_t *pod;
 
-                json_object_foreach(s->pods, key, pod)
-                        if (watch_wants(r, pod))
-                                watch_queue(r, "ADDED", pod);
+                json_object_foreach(s->pods, key, pod) if (watch_wants(r, pod))
+                        watch_queue(r, "ADDED", pod);
         } else if (rv < s->compacted_rv) {
                 /* the real server answers 200, then one ERROR event, then ends */
                 json_t *st = status_newf(410, "Expired", NULL,
@@ -1812,10 +1827,9 @@ static enum MHD_Result api_list(Server *s, Request *r, const Route *rt) {
         int k;
 
         if (rt->bad_watch_flag)
-                return api_answer(r, 400,
-                                  status_new(400, NULL, "watch: Invalid value: must be a boolean",
-                                             NULL),
-                                  -1);
+                return api_answer(
+                        r, 400,
+                        status_new(400, NULL, "watch: Invalid value: must be a boolean", NULL), -1);
         v = MHD_lookup_connection_value(r->connection, MHD_GET_ARGUMENT_KIND, "labelSelector");
         if (v && (k = selector_parse(v, false, &labels, &error)) < 0)
                 return k == -ENOMEM ? MHD_NO
@@ -1876,10 +1890,9 @@ static enum MHD_Result api_patch_status(Server *s, Request *r, const Route *rt) 
                                   -1);
         patch = json_loadb(strbuf_str(&r->body), r->body.len, 0, &err);
         if (!patch)
-                return api_answer(r, 400,
-                                  status_newf(400, NULL, NULL, "error decoding patch: %s",
-                                              err.text),
-                                  -1);
+                return api_answer(
+                        r, 400, status_newf(400, NULL, NULL, "error decoding patch: %s", err.text),
+                        -1);
         if (!json_is_object(patch))
                 return api_answer(r, 400,
                                   status_new(400, NULL,
@@ -1927,29 +1940,30 @@ static enum MHD_Result api_patch_status(Server *s, Request *r, const Route *rt) 
                                   -1);
 
         v = json_object_get(patch, "status");
-        if (!v)
-                status = json_incref(json_object_get(pod, "status"));
-        else if (json_is_null(v))
-                status = NULL;
+        if (json_is_null(v))
+                status = json_object(); /* PodStatus's zero value */
+        else if (!v)
+                status = json_deep_copy(json_object_get(pod, "status"));
         else if (!strategic)
                 status = merge_patch_apply(json_object_get(pod, "status"), v);
-        else if (!json_is_object(v))
-                k = patch_fail(&e, 422, "status", "status: Invalid value: must be an object");
-        else {
+        else if (!json_is_object(v)) {
+                (void) patch_fail(&e, 422, "status", "status: Invalid value: must be an object");
+                status = json_object();
+        } else {
                 status = json_deep_copy(json_object_get(pod, "status"));
-                if (!json_is_object(status)) {
+                if (status && !json_is_object(status)) {
                         json_decref(status);
                         status = json_object();
                 }
-                k = smp_apply_map(status, v, "status", &e);
-                if (k > 0) { /* "$patch": "delete" of the whole status */
-                        json_decref(status);
-                        status = NULL;
-                }
+                k = status ? smp_apply_map(status, v, "status", &e) : -ENOMEM;
                 if (k == -ENOMEM)
                         return MHD_NO;
+                if (k > 0) /* "$patch": "delete" of the whole status */
+                        json_object_clear(status);
         }
-        if (!e.message && !e.code)
+        if (!status)
+                return MHD_NO;
+        if (!e.code)
                 (void) validate_status(status, &e);
         if (e.code) {
                 unsigned code = e.code;
@@ -1961,15 +1975,13 @@ static enum MHD_Result api_patch_status(Server *s, Request *r, const Route *rt) 
                                                    rt->name, "kind", "Pod", "causes", "reason",
                                                    "FieldValueInvalid", "message", e.message,
                                                    "field", e.field),
-                                         "Pod \"%s\" is invalid: %s", rt->name,
-                                         strnull(e.message));
+                                         "Pod \"%s\" is invalid: %s", rt->name, strnull(e.message));
                 else
                         st = status_new(code, NULL, e.message, NULL);
                 patch_error_done(&e);
                 return api_answer(r, code, st, -1);
         }
-        if (json_equal(status, json_object_get(pod, "status")) ||
-            (!status && !json_object_get(pod, "status")))
+        if (json_equal(status, json_object_get(pod, "status")))
                 /* etcd3's GuaranteedUpdate skips a write that changes no
                  * byte: same resourceVersion, no watch event */
                 return api_answer(r, 200, json_incref(pod), -1);
@@ -2019,15 +2031,14 @@ static enum MHD_Result api_create_event(Server *s, Request *r, const Route *rt) 
 
         ev = json_loadb(strbuf_str(&r->body), r->body.len, 0, &err);
         if (!ev)
-                return api_answer(r, 400,
-                                  status_newf(400, NULL, NULL,
-                                              "error decoding the Event: %s", err.text),
-                                  -1);
+                return api_answer(
+                        r, 400,
+                        status_newf(400, NULL, NULL, "error decoding the Event: %s", err.text), -1);
         if (!json_is_object(ev) || !json_is_object(meta = json_object_get(ev, "metadata")))
-                return api_answer(r, 400,
-                                  status_new(400, NULL,
-                                             "the Event must be an object with metadata", NULL),
-                                  -1);
+                return api_answer(
+                        r, 400,
+                        status_new(400, NULL, "the Event must be an object with metadata", NULL),
+                        -1);
         kind = json_str(ev, "kind");
         if (kind && !streq(kind, "Event"))
                 return api_answer(r, 400,
@@ -2073,14 +2084,15 @@ static enum MHD_Result api_create_event(Server *s, Request *r, const Route *rt) 
                 size_t i;
                 json_t *old;
 
-                json_array_foreach(s->events, i, old)
-                        if (streq_ptr(json_str(json_object_get(old, "metadata"), "name"), name))
-                                return api_answer(
-                                        r, 409,
-                                        status_newf(409, "AlreadyExists",
-                                                    details_new(name, "events"),
-                                                    "events \"%s\" already exists", name),
-                                        -1);
+                json_array_foreach(s->events, i, old) if (
+                        streq_ptr(json_str(json_object_get(old, "metadata"), "name"),
+                                  name)) return api_answer(r, 409,
+                                                           status_newf(
+                                                                   409, "AlreadyExists",
+                                                                   details_new(name, "events"),
+                                                                   "events \"%s\" already exists",
+                                                                   name),
+                                                           -1);
         }
         involved = json_object_get(ev, rt->events_api ? "regarding" : "involvedObject");
         if (!json_is_object(involved) || !streq_ptr(json_str(involved, "namespace"), rt->ns))
@@ -2088,8 +2100,7 @@ static enum MHD_Result api_create_event(Server *s, Request *r, const Route *rt) 
                                   status_newf(422, NULL, details_new(name, "Event"),
                                               "Event \"%s\" is invalid: %s.namespace: Invalid "
                                               "value: \"%s\": does not match event.namespace",
-                                              name,
-                                              rt->events_api ? "regarding" : "involvedObject",
+                                              name, rt->events_api ? "regarding" : "involvedObject",
                                               strempty(json_str(involved, "namespace"))),
                                   -1);
         type = json_str(ev, "type");
@@ -2233,9 +2244,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                         r->too_large = true;
                         r->answered_early = true;
                         if (port == PORT_CONTROL)
-                                return queue_json(c, 413,
-                                                  json_pack("{s:s}", "error", "body too large"),
-                                                  -1);
+                                return queue_json(
+                                        c, 413, json_pack("{s:s}", "error", "body too large"), -1);
                         return api_answer(r, 413,
                                           status_newf(413, NULL, NULL,
                                                       "Request entity too large: limit is %u",
@@ -2376,9 +2386,9 @@ static enum MHD_Result control_post_faults(Server *s, Request *r) {
                 if (k < 0) {
                         while (n > 0)
                                 fault_done(&parsed[--n]);
-                        return k == -ENOMEM ? MHD_NO
-                                            : control_error(r, 400, "fault %zu: %s", i,
-                                                            strnull(error));
+                        return k == -ENOMEM
+                                       ? MHD_NO
+                                       : control_error(r, 400, "fault %zu: %s", i, strnull(error));
                 }
                 n++;
         }
@@ -2516,9 +2526,9 @@ static enum MHD_Result on_control_process(Server *s, Request *r) {
                 return queue_json(r->connection, 200, state_json(s), -1);
         } else if (streq(p, "/bookmark") && streq(m, "POST")) {
                 _cleanup_free_ char *rv = rv_string(s->rv);
-                _cleanup_(json_decrefp) json_t *bm = json_pack(
-                        "{s:s, s:s, s:{s:s?}}", "kind", "Pod", "apiVersion", "v1", "metadata",
-                        "resourceVersion", rv);
+                _cleanup_(json_decrefp) json_t *bm =
+                        json_pack("{s:s, s:s, s:{s:s?}}", "kind", "Pod", "apiVersion", "v1",
+                                  "metadata", "resourceVersion", rv);
 
                 for (Request *w = s->live; w && bm; w = w->next)
                         if (w->watching && !w->watch_ended && w->bookmarks)
@@ -2576,8 +2586,8 @@ static uint64_t run_timers(Server *s, uint64_t now) {
         return next;
 }
 
-static int start_daemon(Server *s, Port port, uint16_t want_port, const char *cert,
-                        const char *key, struct MHD_Daemon **ret, uint16_t *ret_port) {
+static int start_daemon(Server *s, Port port, uint16_t want_port, const char *cert, const char *key,
+                        struct MHD_Daemon **ret, uint16_t *ret_port) {
         struct sockaddr_in sa = {
                 .sin_family = AF_INET,
                 .sin_port = htons(want_port),
@@ -2590,13 +2600,12 @@ static int start_daemon(Server *s, Port port, uint16_t want_port, const char *ce
         if (s->verbose)
                 flags |= MHD_USE_ERROR_LOG;
         if (port == PORT_API)
-                d = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, on_api, s,
-                                     MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &sa,
-                                     MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_MEM_KEY,
-                                     key, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                                     MHD_OPTION_CONNECTION_LIMIT, FAKE_MAX_CONNECTIONS,
-                                     MHD_OPTION_CONNECTION_TIMEOUT, FAKE_CONNECTION_TIMEOUT_SEC,
-                                     MHD_OPTION_END);
+                d = MHD_start_daemon(
+                        flags | MHD_USE_TLS, 0, NULL, NULL, on_api, s, MHD_OPTION_SOCK_ADDR,
+                        (struct sockaddr *) &sa, MHD_OPTION_HTTPS_MEM_CERT, cert,
+                        MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                        MHD_OPTION_CONNECTION_LIMIT, FAKE_MAX_CONNECTIONS,
+                        MHD_OPTION_CONNECTION_TIMEOUT, FAKE_CONNECTION_TIMEOUT_SEC, MHD_OPTION_END);
         else
                 d = MHD_start_daemon(flags, 0, NULL, NULL, on_control, s, MHD_OPTION_SOCK_ADDR,
                                      (struct sockaddr *) &sa, MHD_OPTION_NOTIFY_COMPLETED,
@@ -2632,10 +2641,13 @@ static int run(Server *s, int signal_fd) {
                 size_t n = 3, n_watched = 0;
                 int k;
 
+                s->need_run = false;
                 if (MHD_run(s->api) != MHD_YES || MHD_run(s->control) != MHD_YES)
                         return -EIO;
                 now = now_usec();
                 next = run_timers(s, now);
+                if (s->need_run)
+                        next = now;
                 if (next != UINT64_MAX)
                         timeout_ms = (long long) ((next - now + 999) / 1000);
                 if (MHD_get_timeout(s->api, &mhd_ms) == MHD_YES &&
@@ -2647,9 +2659,9 @@ static int run(Server *s, int signal_fd) {
                 if (timeout_ms > INT_MAX)
                         timeout_ms = INT_MAX;
 
-                pfd[0] = (struct pollfd){ .fd = daemon_epoll_fd(s->api), .events = POLLIN };
-                pfd[1] = (struct pollfd){ .fd = daemon_epoll_fd(s->control), .events = POLLIN };
-                pfd[2] = (struct pollfd){ .fd = signal_fd, .events = POLLIN };
+                pfd[0] = (struct pollfd){.fd = daemon_epoll_fd(s->api), .events = POLLIN};
+                pfd[1] = (struct pollfd){.fd = daemon_epoll_fd(s->control), .events = POLLIN};
+                pfd[2] = (struct pollfd){.fd = signal_fd, .events = POLLIN};
                 /* libmicrohttpd does not see a client leave while its
                  * connection is suspended: watch parked watches' sockets */
                 for (Request *r = s->live; r && n_watched < FAKE_MAX_CONNECTIONS; r = r->next) {
@@ -2661,7 +2673,7 @@ static int run(Server *s, int signal_fd) {
                                                      MHD_CONNECTION_INFO_CONNECTION_FD);
                         if (!ci)
                                 continue;
-                        pfd[n++] = (struct pollfd){ .fd = ci->connect_fd, .events = POLLRDHUP };
+                        pfd[n++] = (struct pollfd){.fd = ci->connect_fd, .events = POLLRDHUP};
                         watched[n_watched++] = r;
                 }
                 k = poll(pfd, n, (int) timeout_ms);
@@ -2684,15 +2696,14 @@ static int run(Server *s, int signal_fd) {
 }
 
 static void usage(FILE *f) {
-        fprintf(f,
-                "usage: fake-apiserver --pods FILE --token-file FILE --tls-cert FILE "
-                "--tls-key FILE\n"
-                "                      [--port N] [--control-port N] [--namespace NS] "
-                "[--verbose]\n"
-                "A loopback Kubernetes API server for tests: TLS on 127.0.0.1:N (0: the kernel\n"
-                "chooses), a plain-HTTP control port for fault injection. Prints\n"
-                "\"listening on https://127.0.0.1:PORT\" and \"control on "
-                "http://127.0.0.1:PORT\".\n");
+        fprintf(f, "usage: fake-apiserver --pods FILE --token-file FILE --tls-cert FILE "
+                   "--tls-key FILE\n"
+                   "                      [--port N] [--control-port N] [--namespace NS] "
+                   "[--verbose]\n"
+                   "A loopback Kubernetes API server for tests: TLS on 127.0.0.1:N (0: the kernel\n"
+                   "chooses), a plain-HTTP control port for fault injection. Prints\n"
+                   "\"listening on https://127.0.0.1:PORT\" and \"control on "
+                   "http://127.0.0.1:PORT\".\n");
 }
 
 static int parse_port_arg(const char *s, uint16_t *ret) {
@@ -2706,15 +2717,15 @@ static int parse_port_arg(const char *s, uint16_t *ret) {
 
 int main(int argc, char **argv) {
         static const struct option options[] = {
-                { "pods", required_argument, NULL, 'p' },
-                { "token-file", required_argument, NULL, 't' },
-                { "tls-cert", required_argument, NULL, 'c' },
-                { "tls-key", required_argument, NULL, 'k' },
-                { "port", required_argument, NULL, 'P' },
-                { "control-port", required_argument, NULL, 'C' },
-                { "namespace", required_argument, NULL, 'n' },
-                { "verbose", no_argument, NULL, 'v' },
-                { "help", no_argument, NULL, 'h' },
+                {"pods", required_argument, NULL, 'p'},
+                {"token-file", required_argument, NULL, 't'},
+                {"tls-cert", required_argument, NULL, 'c'},
+                {"tls-key", required_argument, NULL, 'k'},
+                {"port", required_argument, NULL, 'P'},
+                {"control-port", required_argument, NULL, 'C'},
+                {"namespace", required_argument, NULL, 'n'},
+                {"verbose", no_argument, NULL, 'v'},
+                {"help", no_argument, NULL, 'h'},
                 {},
         };
         const char *pods = NULL, *cert_path = NULL, *key_path = NULL;

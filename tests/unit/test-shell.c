@@ -26,7 +26,7 @@
                 failures++;               \
         } while (0)
 
-#define TEXT(s) s, sizeof(s) - 1
+#define TEXT(s)     s, sizeof(s) - 1
 
 #define UNSUPPORTED "unsupported"
 
@@ -53,7 +53,8 @@ static const SyntaxRow syntax_rows[] = {
         /* quotes */
         {"double quote spans lines", TEXT("K \"a\nb\"\n"), 0, NULL},
         {"single quote spans lines", TEXT("K 'a\nb'\n"), 0, NULL},
-        {"unterminated double quote: its line", TEXT("K V\nK \"a\nK V\n"), 2, "unterminated double quote"},
+        {"unterminated double quote: its line", TEXT("K V\nK \"a\nK V\n"), 2,
+         "unterminated double quote"},
         {"unterminated single quote", TEXT("K 'a\n"), 1, "unterminated single quote"},
         {"escaped double quote", TEXT("K \"a\\\"b\"\n"), 0, NULL},
         {"escaped quote outside", TEXT("K \\\"\n"), 0, NULL},
@@ -66,10 +67,12 @@ static const SyntaxRow syntax_rows[] = {
 
         /* backslashes */
         {"line continuation", TEXT("K a \\\n b\n"), 0, NULL},
-        {"continuation joins a word", TEXT("f\\\ni\n"), 2, "syntax error near unexpected token `fi'"},
+        {"continuation joins a word", TEXT("f\\\ni\n"), 2,
+         "syntax error near unexpected token `fi'"},
         {"escaped backslash is no continuation", TEXT("K a\\\\\nfi\n"), 2, NULL},
         {"continuation in double quotes", TEXT("K \"a\\\nb\"\n"), 0, NULL},
-        {"continuation before end of file", TEXT("{ a\\\n"), 3, "unexpected end of file: missing `}'"},
+        {"continuation before end of file", TEXT("{ a\\\n"), 3,
+         "unexpected end of file: missing `}'"},
 
         /* $(...), `...`, ${...}, $((...)) */
         {"nested $()", TEXT("K $(a \"$(b)\" $(c $(d)))\n"), 0, NULL},
@@ -101,7 +104,8 @@ static const SyntaxRow syntax_rows[] = {
         {"stray )", TEXT("K a)\n"), 1, "syntax error near unexpected token `)'"},
         {"subshell", TEXT("(K a)\n"), 0, NULL},
         {"redirection", TEXT("K a 2>/dev/null >&2 <f <<<w\n"), 0, NULL},
-        {"redirection without target", TEXT("K\n\nK >\n"), 3, "syntax error near unexpected token `newline'"},
+        {"redirection without target", TEXT("K\n\nK >\n"), 3,
+         "syntax error near unexpected token `newline'"},
         {"redirection before ;", TEXT("K > ;\n"), 1, "syntax error near unexpected token `;'"},
         {">& -", TEXT("K >&-\n"), 0, NULL},
         {";; outside case", TEXT("K a;;\n"), 1, "syntax error near unexpected token `;;'"},
@@ -161,7 +165,8 @@ static const SyntaxRow syntax_rows[] = {
         {"array unclosed", TEXT("a=(b\n"), 1, "unterminated array assignment"},
 
         /* here-documents */
-        {"here-document", TEXT("cat <<EOF\n\"\nEOF\nfi\n"), 4, "syntax error near unexpected token `fi'"},
+        {"here-document", TEXT("cat <<EOF\n\"\nEOF\nfi\n"), 4,
+         "syntax error near unexpected token `fi'"},
         {"here-document unterminated: a warning", TEXT("cat <<EOF\n\"\n"), 0, NULL},
         {"here-document quoted delimiter", TEXT("cat <<'E F'\nx\nE F\n"), 0, NULL},
         {"here-document <<-", TEXT("cat <<-E\n\tx\n\tE\nfi\n"), 4, NULL},
@@ -171,13 +176,19 @@ static const SyntaxRow syntax_rows[] = {
         {"here-document read before the error", TEXT("cat <<E )\nx\nE\n"), 3, NULL},
         {"here-document in $()", TEXT("K \"$(cat <<E\nx\nE\n)\"\n"), 0, NULL},
         {"<<< is no here-document", TEXT("cat <<<E\nfi\n"), 2, NULL},
+        {"here-document continued into the end", TEXT("{ cat <<E\nb\\\n"), 4,
+         "unexpected end of file: missing `}'"},
 
         /* NUL bytes */
         {"NUL in the first line", TEXT("K V\0\nK V\n"), 1, "NUL byte in the first line"},
         {"NUL past 80 bytes",
-         TEXT("K 0123456789012345678901234567890123456789012345678901234567890123456789012345678\0\n"),
+         TEXT("K "
+              "0123456789012345678901234567890123456789012345678901234567890123456789012345678\0"
+              "\n"),
          0, NULL},
-        {"NUL at byte 80", TEXT("K 01234567890123456789012345678901234567890123456789012345678901234567890123456\0\n"),
+        {"NUL at byte 80",
+         TEXT("K "
+              "01234567890123456789012345678901234567890123456789012345678901234567890123456\0\n"),
          1, "NUL byte in the first line"},
         {"NUL skipped later", TEXT("K V\nf\0i\n"), 2, "syntax error near unexpected token `fi'"},
 
@@ -206,11 +217,13 @@ static void test_syntax_rows(void **state) {
                         continue;
                 }
                 if (k != -EINVAL)
-                        MISMATCH("%s: accepted (%d), bash refuses it at line %u", r->name, k, r->line);
+                        MISMATCH("%s: accepted (%d), bash refuses it at line %u", r->name, k,
+                                 r->line);
                 else if (line != r->line)
                         MISMATCH("%s: line %u, bash says %u (%s)", r->name, line, r->line, message);
                 else if (r->message && !startswith(message, r->message))
-                        MISMATCH("%s: message \"%s\", want \"%s...\"", r->name, message, r->message);
+                        MISMATCH("%s: message \"%s\", want \"%s...\"", r->name, message,
+                                 r->message);
                 else if (!r->message && startswith(message, UNSUPPORTED))
                         MISMATCH("%s: only unsupported, bash refuses it: %s", r->name, message);
         }
@@ -240,8 +253,8 @@ static void test_syntax_corpus(void **state) {
                 k = sscanf(entry, "%255s %31s %u", name, status, &want);
                 assert_true(k >= 2);
 
-                assert_true(snprintf(path, sizeof(path), TEST_DATA_DIR "/shell/files/%s.conf", name) <
-                            (int) sizeof(path));
+                assert_true(snprintf(path, sizeof(path), TEST_DATA_DIR "/shell/files/%s.conf",
+                                     name) < (int) sizeof(path));
                 f = fopen(path, "re");
                 assert_non_null(f);
                 data = malloc(64 * 1024);
@@ -368,7 +381,8 @@ static const EvalRow eval_rows[] = {
         {"empty", "", "", 0},
         {"path", "/var/lib/enroot", "/var/lib/enroot", 0},
         {"blanks joined", "-comp   lzo\t-noD", "-comp lzo -noD", 0},
-        {"punctuation", "http://p:3128/a,b.c=d%e@f+g^h]i}j{k!l", "http://p:3128/a,b.c=d%e@f+g^h]i}j{k!l", 0},
+        {"punctuation", "http://p:3128/a,b.c=d%e@f+g^h]i}j{k!l",
+         "http://p:3128/a,b.c=d%e@f+g^h]i}j{k!l", 0},
         {"control bytes stay", "a\x01\x7f\rb", "a\x01\x7f\rb", 0},
         {"UTF-8 stays", "\xc3\xa9t\xc3\xa9", "\xc3\xa9t\xc3\xa9", 0},
 
@@ -526,10 +540,12 @@ static uint32_t next_random(uint32_t *seed) {
 /* Arbitrary bytes, as the fuzz target feeds them: no crash, no leak, and
  * the contracts hold. */
 static void test_arbitrary_bytes(void **state) {
-        static const char alphabet[] = "\"'`\\$(){}[];&|<>#!*?~=,.:- \t\n\r\0\x01\xc3" "aK0-pneE";
+        static const char alphabet[] = "\"'`\\$(){}[];&|<>#!*?~=,.:- \t\n\r\0\x01\xc3"
+                                       "aK0-pneE";
         static const char *const pieces[] = {
-                "$(", "${", "$((", "<<E\n", "\nE\n", "if ", "then ", "fi", "case x in ", "esac",
-                ";;", "for ((", "))", "a=(", "\\\n", "$'", "<(", "`", "((", "do ", "done",
+                "$(",   "${",         "$((",  "<<E\n", "\nE\n",  "if ", "then ",
+                "fi",   "case x in ", "esac", ";;",    "for ((", "))",  "a=(",
+                "\\\n", "$'",         "<(",   "`",     "((",     "do ", "done",
         };
         uint32_t seed = 20261202;
         char text[512];
@@ -568,10 +584,8 @@ static void test_arbitrary_bytes(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_syntax_rows),
-                cmocka_unit_test(test_syntax_corpus),
-                cmocka_unit_test(test_limits),
-                cmocka_unit_test(test_eval_rows),
+                cmocka_unit_test(test_syntax_rows),     cmocka_unit_test(test_syntax_corpus),
+                cmocka_unit_test(test_limits),          cmocka_unit_test(test_eval_rows),
                 cmocka_unit_test(test_arbitrary_bytes),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,490 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# The fake Kubernetes API server (tests/tools/fake-apiserver) checked from
+# outside with curl over real TLS against a throwaway CA, before the agent's
+# kube client is ever tested against it: if the fake lied, those tests would
+# prove nothing. Covers what issue 4's tests rely on: bearer token from a file
+# that rotates, GET and list, strategic merge patch by condition type and JSON
+# merge patch replacing the list, the UID precondition, watch streams
+# (MODIFIED after a patch and after an operator-style rewrite, history replay,
+# 410 for a compacted resourceVersion, DELETED/ADDED for a replacement pod),
+# every injected fault, slow answers that do not hold other requests, dropped
+# connections, the request log, and a clean stop.
+. "$(dirname "$0")/lib.sh"
+
+command -v openssl >/dev/null || skip "openssl is not installed (scripts/setup-deps.sh installs it)"
+command -v curl >/dev/null || skip "curl is not installed (scripts/setup-deps.sh installs it)"
+command -v jq >/dev/null || skip "jq is not installed (scripts/setup-deps.sh installs it)"
+FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
+if [ ! -x "$FAKE" ]; then
+        echo "FAIL: $FAKE is not built (make tests/tools/fake-apiserver)" >&2
+        exit 1
+fi
+: "${TOP_SRCDIR:?run through make check}"
+
+fake_pid=
+stop_fake() {
+        if [ -n "$fake_pid" ]; then
+                kill "$fake_pid" 2>/dev/null || true
+                wait "$fake_pid" 2>/dev/null || true
+                fake_pid=
+        fi
+}
+trap 'stop_fake; rm -rf "$WORK"' EXIT
+
+expect_eq() { # LABEL WANT GOT
+        if [ "$2" = "$3" ]; then
+                pass
+        else
+                fail "$1: expected '$2', got '$3'"
+        fi
+}
+
+# wait_until SECONDS CMD...: polls CMD every 50 ms; false when time runs out.
+wait_until() {
+        local deadline=$((SECONDS + $1))
+        shift
+        until "$@"; do
+                [ "$SECONDS" -lt "$deadline" ] || return 1
+                sleep 0.05
+        done
+}
+
+# --- set-up ------------------------------------------------------------------
+"$TOP_SRCDIR/tests/tools/make-test-ca.sh" "$WORK/pki" || {
+        echo "FAIL: make-test-ca.sh failed" >&2
+        exit 1
+}
+"$TOP_SRCDIR/tests/tools/make-test-ca.sh" "$WORK/other-pki" >/dev/null
+
+NS=slurm
+BASE=/api/v1/namespaces/$NS
+W0_UID=0b8c0a52-6f0e-4c47-9a57-5d1f7e3c9a10
+cat >"$WORK/pods.json" <<EOF
+{"kind": "PodList", "apiVersion": "v1", "items": [
+  {"metadata": {"name": "worker-0", "namespace": "$NS", "uid": "$W0_UID",
+                "resourceVersion": "100",
+                "labels": {"app.kubernetes.io/instance": "slinky-slurm-worker-slinky"}},
+   "spec": {"hostname": "slinky-0"},
+   "status": {"phase": "Running", "conditions": [
+     {"type": "PodScheduled", "status": "True", "lastProbeTime": null,
+      "lastTransitionTime": "2026-01-01T00:00:00Z"},
+     {"type": "Ready", "status": "True", "lastProbeTime": null,
+      "lastTransitionTime": "2026-01-01T00:01:00Z"},
+     {"type": "SlurmNodeStateIdle", "status": "True", "reason": "", "message": "",
+      "lastProbeTime": null, "lastTransitionTime": "2026-01-01T00:02:00Z"}]}},
+  {"metadata": {"name": "worker-1", "namespace": "$NS", "resourceVersion": "101",
+                "labels": {"app.kubernetes.io/instance": "slinky-slurm-worker-slinky"}},
+   "spec": {"hostname": "slinky-1"},
+   "status": {"conditions": [{"type": "Ready", "status": "True"},
+                             {"type": "SlurmNodeStateIdle", "status": "True"}]}},
+  {"metadata": {"name": "login-0", "namespace": "$NS", "resourceVersion": "102",
+                "labels": {"app.kubernetes.io/instance": "slinky-slurm-login-slinky"}},
+   "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+]}
+EOF
+printf 'token-one\n' >"$WORK/token"
+TOKEN=token-one
+
+"$FAKE" --pods "$WORK/pods.json" --token-file "$WORK/token" --tls-cert "$WORK/pki/server.crt" \
+        --tls-key "$WORK/pki/server.key" --port 0 --control-port 0 \
+        >"$WORK/fake.out" 2>"$WORK/fake.err" &
+fake_pid=$!
+if ! wait_until 10 grep -q '^control on ' "$WORK/fake.out"; then
+        echo "FAIL: the fake API server did not start: $(cat "$WORK/fake.err")" >&2
+        exit 1
+fi
+API=$(sed -n 's|^listening on \(https://127\.0\.0\.1:[0-9]*\)$|\1|p' "$WORK/fake.out")
+CTL=$(sed -n 's|^control on \(http://127\.0\.0\.1:[0-9]*\)$|\1|p' "$WORK/fake.out")
+[ -n "$API" ] && [ -n "$CTL" ] && pass || fail "bad start-up lines: $(cat "$WORK/fake.out")"
+API_PORT=${API##*:}
+
+# api METHOD PATH [CURL ARGS...]: prints the HTTP status (000: no answer);
+# body in $WORK/body, headers in $WORK/headers, curl's exit status in $WORK/rc.
+api() {
+        local method=$1 path=$2 rc=0
+        shift 2
+        curl -sS --cacert "$WORK/pki/ca.crt" -X "$method" -H "Authorization: Bearer $TOKEN" \
+                -D "$WORK/headers" -o "$WORK/body" -w '%{http_code}' "$@" "$API$path" \
+                2>"$WORK/curl.err" || rc=$?
+        echo "$rc" >"$WORK/rc"
+}
+body() { jq -r "$1" "$WORK/body"; }
+ctl() { # METHOD PATH [CURL ARGS...]: the control port's answer on stdout
+        local method=$1 path=$2
+        shift 2
+        curl -sS -X "$method" "$@" "$CTL$path"
+}
+state() { ctl GET /state | jq -r ".$1"; }
+smp() { # NAME JSON: strategic merge patch of pods/NAME/status
+        api PATCH "$BASE/pods/$1/status" -H 'Content-Type: application/strategic-merge-patch+json' \
+                --data-binary "$2"
+}
+pod_rv() { ctl GET "/pods/$1" | jq -r .metadata.resourceVersion; }
+cond_types() { ctl GET "/pods/$1" | jq -c '[.status.conditions[].type]'; }
+agent_patch() { # STATUS REASON: the patch the agent sends (agent/condition.c)
+        printf '{"metadata":{"uid":"%s"},"status":{"conditions":[{"type":"EnrootConfigCurrent",' "$W0_UID"
+        printf '"status":"%s","reason":"%s","message":"m-%s",' "$1" "$2" "$2"
+        printf '"lastTransitionTime":"2026-02-01T00:00:00Z","lastProbeTime":"2026-02-01T00:00:00Z"}]}}'
+}
+
+# --- TLS -----------------------------------------------------------------------
+expect_eq "GET with the test CA" 200 "$(api GET "$BASE/pods/worker-0")"
+rc=0
+curl -sS --cacert "$WORK/other-pki/ca.crt" -H "Authorization: Bearer $TOKEN" -o /dev/null \
+        "$API$BASE/pods/worker-0" 2>/dev/null || rc=$?
+expect_eq "another CA is refused (curl: peer certificate cannot be authenticated)" 60 "$rc"
+code=$(curl -sS --cacert "$WORK/pki/ca.crt" -H "Authorization: Bearer $TOKEN" -o /dev/null \
+        -w '%{http_code}' "https://localhost:$API_PORT$BASE/pods/worker-0" 2>/dev/null || true)
+expect_eq "the certificate is valid for localhost too" 200 "$code"
+
+# --- authentication --------------------------------------------------------------
+code=$(curl -sS --cacert "$WORK/pki/ca.crt" -o "$WORK/body" -w '%{http_code}' \
+        "$API$BASE/pods/worker-0")
+expect_eq "no token" 401 "$code"
+expect_eq "401 is a Status" "Status Failure Unauthorized 401" \
+        "$(body '[.kind, .status, .reason, .code] | join(" ")')"
+TOKEN=wrong
+expect_eq "wrong token" 401 "$(api GET "$BASE/pods/worker-0")"
+code=$(curl -sS --cacert "$WORK/pki/ca.crt" -H 'Authorization: Basic dG9rZW4tb25lCg==' \
+        -o /dev/null -w '%{http_code}' "$API$BASE/pods/worker-0")
+expect_eq "not a bearer token" 401 "$code"
+printf 'token-two' >"$WORK/token.new" && mv "$WORK/token.new" "$WORK/token" # as kubelet rotates it
+TOKEN=token-one
+expect_eq "the old token after rotation" 401 "$(api GET "$BASE/pods/worker-0")"
+TOKEN=token-two
+expect_eq "the rotated token (no trailing newline)" 200 "$(api GET "$BASE/pods/worker-0")"
+
+# --- GET ---------------------------------------------------------------------------
+expect_eq "GET pod" "Pod v1 worker-0 $W0_UID 100 slinky-0" \
+        "$(body '[.kind, .apiVersion, .metadata.name, .metadata.uid, .metadata.resourceVersion,
+                  .spec.hostname] | join(" ")')"
+expect_eq "GET pods/NAME/status" 200 "$(api GET "$BASE/pods/worker-0/status")"
+expect_eq "missing pod" 404 "$(api GET "$BASE/pods/nope")"
+expect_eq "missing pod's Status" 'NotFound pods "nope" not found 404' \
+        "$(body '[.reason, .message, .code] | join(" ")')"
+expect_eq "another namespace" 403 "$(api GET /api/v1/namespaces/kube-system/pods/worker-0)"
+expect_eq "another namespace's reason" Forbidden "$(body .reason)"
+expect_eq "unknown path" 404 "$(api GET /api/v1/nodes)"
+expect_eq "PUT pods/NAME/status (the agent may only patch)" 403 \
+        "$(api PUT "$BASE/pods/worker-0/status" -H 'Content-Type: application/json' -d '{}')"
+expect_eq "PATCH pods/NAME (not status)" 403 \
+        "$(api PATCH "$BASE/pods/worker-0" -H 'Content-Type: application/merge-patch+json' -d '{}')"
+expect_eq "403 names the RBAC rule" 'cannot patch resource "pods" in API group ""' \
+        "$(body .message | grep -o 'cannot patch resource "pods" in API group ""')"
+
+# --- list ------------------------------------------------------------------------------
+list_names() { api GET "$BASE/pods" -G --data-urlencode "$1" >/dev/null && body '[.items[].metadata.name] | join(",")'; }
+expect_eq "labelSelector =" worker-0,worker-1 \
+        "$(list_names 'labelSelector=app.kubernetes.io/instance=slinky-slurm-worker-slinky')"
+expect_eq "labelSelector ==, two terms" login-0 \
+        "$(list_names 'labelSelector=app.kubernetes.io/instance==slinky-slurm-login-slinky,!nope')"
+expect_eq "labelSelector !=" login-0 \
+        "$(list_names 'labelSelector=app.kubernetes.io/instance!=slinky-slurm-worker-slinky')"
+expect_eq "fieldSelector metadata.name" worker-1 "$(list_names 'fieldSelector=metadata.name=worker-1')"
+expect_eq "list kind and resourceVersion" "PodList 102" \
+        "$(body '[.kind, .metadata.resourceVersion] | join(" ")')"
+expect_eq "set-based selector" 400 "$(api GET "$BASE/pods" -G --data-urlencode 'labelSelector=a in (b)')"
+expect_eq "unsupported field" 400 "$(api GET "$BASE/pods" -G --data-urlencode 'fieldSelector=spec.nodeName=n1')"
+expect_eq "bad watch flag" 400 "$(api GET "$BASE/pods?watch=maybe")"
+
+# --- strategic merge patch: conditions merge by type ------------------------------------
+ready_before=$(ctl GET /pods/worker-0 | jq -cS '.status.conditions[] | select(.type == "Ready")')
+rv0=$(pod_rv worker-0)
+expect_eq "SMP adds the agent's condition" 200 "$(smp worker-0 "$(agent_patch False Drifted)")"
+expect_eq "answer is the patched pod" "worker-0 False" \
+        "$(body '.metadata.name + " " + (.status.conditions[] | select(.type == "EnrootConfigCurrent") | .status)')"
+expect_eq "other conditions survive" '["PodScheduled","Ready","SlurmNodeStateIdle","EnrootConfigCurrent"]' \
+        "$(cond_types worker-0)"
+expect_eq "kubelet's Ready untouched" "$ready_before" \
+        "$(ctl GET /pods/worker-0 | jq -cS '.status.conditions[] | select(.type == "Ready")')"
+expect_eq "phase untouched" Running "$(ctl GET /pods/worker-0 | jq -r .status.phase)"
+rv1=$(pod_rv worker-0)
+[ "$rv1" -gt "$rv0" ] && pass || fail "resourceVersion $rv0 -> $rv1 after a patch"
+expect_eq "one counter for all objects, as etcd's revision" "$(state resourceVersion)" "$rv1"
+# fields merge: a patch without message keeps the stored one
+smp worker-0 '{"status":{"conditions":[{"type":"EnrootConfigCurrent","status":"True","reason":"Current"}]}}' >/dev/null
+expect_eq "fields of one condition merge" "True Current m-Drifted" \
+        "$(ctl GET /pods/worker-0 | jq -r '.status.conditions[] | select(.type == "EnrootConfigCurrent") | [.status, .reason, .message] | join(" ")')"
+rv2=$(pod_rv worker-0)
+expect_eq "no-op patch answers 200" 200 \
+        "$(smp worker-0 '{"status":{"conditions":[{"type":"EnrootConfigCurrent","status":"True"}]}}')"
+expect_eq "no-op patch keeps the resourceVersion (etcd skips equal writes)" "$rv2" "$(pod_rv worker-0)"
+expect_eq "kubelet-style \$setElementOrder is accepted" 200 \
+        "$(smp worker-0 '{"status":{"$setElementOrder/conditions":[{"type":"Ready"}],"conditions":[{"type":"Ready","status":"True"}]}}')"
+expect_eq "\$patch: delete removes one condition" 200 \
+        "$(smp worker-0 '{"status":{"conditions":[{"type":"EnrootConfigCurrent","$patch":"delete"}]}}')"
+expect_eq "... and only it" '["PodScheduled","Ready","SlurmNodeStateIdle"]' "$(cond_types worker-0)"
+smp worker-0 "$(agent_patch True Current)" >/dev/null
+
+# --- JSON merge patch replaces the whole list (what the operator does) --------------------
+code=$(api PATCH "$BASE/pods/worker-1/status" -H 'Content-Type: application/merge-patch+json' \
+        --data-binary '{"status":{"conditions":[{"type":"SlurmNodeStateDrain","status":"True"}]}}')
+expect_eq "merge patch" 200 "$code"
+expect_eq "merge patch replaced the list" '["SlurmNodeStateDrain"]' "$(cond_types worker-1)"
+
+# --- UID precondition -------------------------------------------------------------------
+rv=$(pod_rv worker-0)
+code=$(smp worker-0 '{"metadata":{"uid":"00000000-0000-4000-8000-000000000000"},"status":{"conditions":[{"type":"EnrootConfigCurrent","status":"False"}]}}')
+expect_eq "UID mismatch" 409 "$code"
+expect_eq "UID mismatch Status" "Conflict 409" "$(body '[.reason, .code] | join(" ")')"
+body .message | grep -qF "Precondition failed: UID in precondition: 00000000-0000-4000-8000-000000000000, UID in object meta: $W0_UID" &&
+        pass || fail "409 message: $(body .message)"
+expect_eq "UID mismatch writes nothing" "$rv" "$(pod_rv worker-0)"
+
+# --- bad patches ---------------------------------------------------------------------------
+expect_eq "invalid JSON" 400 "$(smp worker-0 '{"status":')"
+expect_eq "invalid JSON reason" BadRequest "$(body .reason)"
+expect_eq "not an object" 400 "$(smp worker-0 '[1]')"
+expect_eq "condition without type" 422 "$(smp worker-0 '{"status":{"conditions":[{"status":"True"}]}}')"
+expect_eq "422 Status" "Invalid status.conditions[0].type" "$(body '[.reason, .details.causes[0].field] | join(" ")')"
+expect_eq "merge patch: condition without type" 422 \
+        "$(api PATCH "$BASE/pods/worker-1/status" -H 'Content-Type: application/merge-patch+json' \
+                --data-binary '{"status":{"conditions":[{"status":"True"}]}}')"
+expect_eq "type not a qualified name" 422 "$(smp worker-0 '{"status":{"conditions":[{"type":"-bad-","status":"True"}]}}')"
+expect_eq "time not RFC 3339" 422 \
+        "$(smp worker-0 '{"status":{"conditions":[{"type":"X","status":"True","lastTransitionTime":"yesterday"}]}}')"
+expect_eq "JSON patch" 415 "$(api PATCH "$BASE/pods/worker-0/status" -H 'Content-Type: application/json-patch+json' --data-binary '[]')"
+expect_eq "no content type" 415 "$(api PATCH "$BASE/pods/worker-0/status" --data-binary '{}')"
+head -c $((1024 * 1024 + 1)) /dev/zero | tr '\0' ' ' >"$WORK/big"
+expect_eq "body over 1 MiB" 413 "$(api PATCH "$BASE/pods/worker-0/status" \
+        -H 'Content-Type: application/merge-patch+json' --data-binary @"$WORK/big")"
+expect_eq "body over 1 MiB, chunked" 413 "$(api PATCH "$BASE/pods/worker-0/status" \
+        -H 'Content-Type: application/merge-patch+json' -H 'Transfer-Encoding: chunked' \
+        --data-binary @"$WORK/big")"
+expect_eq "still serving after bad input" 200 "$(api GET "$BASE/pods/worker-0")"
+expect_eq "nothing above changed the pod" "$rv" "$(pod_rv worker-0)"
+
+# --- watch ---------------------------------------------------------------------------------
+watch_start() { # OUT QUERY: a streaming watch in the background; sets watch_pid
+        curl -sSN --cacert "$WORK/pki/ca.crt" -H "Authorization: Bearer $TOKEN" \
+                "$API$BASE/pods?$2" >"$1" 2>"$1.err" &
+        watch_pid=$!
+}
+lines_at_least() { [ "$(wc -l <"$1")" -ge "$2" ]; }
+watches_are() { [ "$(state watches)" = "$1" ]; }
+
+rv_before=$(pod_rv worker-0)
+watch_start "$WORK/w1" "watch=1&fieldSelector=metadata.name%3Dworker-0&resourceVersion=$rv_before&timeoutSeconds=30"
+w1=$watch_pid
+wait_until 5 watches_are 1 && pass || fail "the watch did not open"
+smp worker-0 "$(agent_patch False Drifted)" >/dev/null
+rv_patch=$(pod_rv worker-0)
+if wait_until 5 lines_at_least "$WORK/w1" 1; then
+        expect_eq "watch: MODIFIED after a patch" "MODIFIED $rv_patch False" \
+                "$(sed -n 1p "$WORK/w1" | jq -r '[.type, .object.metadata.resourceVersion, (.object.status.conditions[] | select(.type == "EnrootConfigCurrent") | .status)] | join(" ")')"
+else
+        fail "watch: no event after a patch: $(cat "$WORK/w1" "$WORK/w1.err")"
+fi
+# a change to another pod is not this watch's business
+smp worker-1 '{"status":{"conditions":[{"type":"Ready","status":"True"}]}}' >/dev/null
+ctl POST /pods/worker-0/rewrite-conditions \
+        -d '[{"type":"PodScheduled","status":"True"},{"type":"Ready","status":"True"},{"type":"SlurmNodeStateIdle","status":"True"}]' >/dev/null
+rv_rewrite=$(pod_rv worker-0)
+if wait_until 5 lines_at_least "$WORK/w1" 2; then
+        expect_eq "watch: MODIFIED after the operator's rewrite, agent's condition gone" \
+                "MODIFIED $rv_rewrite PodScheduled,Ready,SlurmNodeStateIdle" \
+                "$(sed -n 2p "$WORK/w1" | jq -r '[.type, .object.metadata.resourceVersion, (.object.status.conditions | map(.type) | join(","))] | join(" ")')"
+else
+        fail "watch: no event after the rewrite: $(cat "$WORK/w1")"
+fi
+expect_eq "rewrite dropped the agent's condition" '["PodScheduled","Ready","SlurmNodeStateIdle"]' "$(cond_types worker-0)"
+ctl POST /close-watches >/dev/null
+wait_until 5 eval '! kill -0 $w1 2>/dev/null' && pass || fail "close-watches did not end the stream"
+wait "$w1" 2>/dev/null || true
+expect_eq "the stream held exactly the two worker-0 events" 2 "$(wc -l <"$WORK/w1")"
+
+# history: from the resourceVersion before the patch, both changes come at once;
+# a bookmark, then the end, at timeoutSeconds
+start=$(date +%s%N)
+curl -sSN --cacert "$WORK/pki/ca.crt" -H "Authorization: Bearer $TOKEN" \
+        "$API$BASE/pods?watch=true&fieldSelector=metadata.name%3Dworker-0&resourceVersion=$rv_before&allowWatchBookmarks=true&timeoutSeconds=1" \
+        >"$WORK/w2" 2>&1 || true
+elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+expect_eq "watch from an older resourceVersion replays, then bookmarks" \
+        "MODIFIED $rv_patch,MODIFIED $rv_rewrite,BOOKMARK $rv_rewrite" \
+        "$(jq -r '.type + " " + .object.metadata.resourceVersion' "$WORK/w2" | paste -sd,)"
+[ "$elapsed_ms" -ge 900 ] && [ "$elapsed_ms" -lt 3000 ] && pass ||
+        fail "timeoutSeconds=1 ended the watch after $elapsed_ms ms"
+
+# no resourceVersion: the current state as ADDED
+watch_start "$WORK/w3" "watch=1&labelSelector=app.kubernetes.io%2Finstance%3Dslinky-slurm-worker-slinky&timeoutSeconds=30"
+w3=$watch_pid
+if wait_until 5 lines_at_least "$WORK/w3" 2; then
+        expect_eq "watch without resourceVersion: ADDED per matching pod" "ADDED worker-0,ADDED worker-1" \
+                "$(jq -r '.type + " " + .object.metadata.name' "$WORK/w3" | paste -sd,)"
+else
+        fail "watch without resourceVersion: $(cat "$WORK/w3")"
+fi
+
+# a replacement pod: same name, new UID
+ctl GET /pods/worker-1 | jq -c '.metadata.uid = "5d6c1f3e-2b9a-4c1d-8e7f-0a1b2c3d4e5f" | del(.metadata.resourceVersion)' >"$WORK/replacement"
+expect_eq "control: add a replacement pod" 5d6c1f3e-2b9a-4c1d-8e7f-0a1b2c3d4e5f \
+        "$(ctl POST /pods --data-binary @"$WORK/replacement" | jq -r .metadata.uid)"
+if wait_until 5 lines_at_least "$WORK/w3" 4; then
+        expect_eq "watch: the replacement is DELETED then ADDED" \
+                "DELETED worker-1,ADDED worker-1 5d6c1f3e-2b9a-4c1d-8e7f-0a1b2c3d4e5f" \
+                "$(sed -n 3,4p "$WORK/w3" | jq -r '.type + " " + .object.metadata.name + (if .type == "ADDED" then " " + .object.metadata.uid else "" end)' | paste -sd,)"
+else
+        fail "watch: no events for the replacement: $(cat "$WORK/w3")"
+fi
+w1_old_uid=$(sed -n 3p "$WORK/w3" | jq -r .object.metadata.uid)
+expect_eq "a stale agent's patch to the replacement" 409 \
+        "$(smp worker-1 "{\"metadata\":{\"uid\":\"$w1_old_uid\"},\"status\":{\"conditions\":[{\"type\":\"EnrootConfigCurrent\",\"status\":\"True\"}]}}")"
+expect_eq "DELETE pod" 200 "$(api DELETE "$BASE/pods/worker-1")"
+if wait_until 5 lines_at_least "$WORK/w3" 5; then
+        expect_eq "watch: DELETED" "DELETED worker-1" "$(sed -n 5p "$WORK/w3" | jq -r '.type + " " + .object.metadata.name')"
+else
+        fail "watch: no DELETED: $(cat "$WORK/w3")"
+fi
+expect_eq "deleted pod is gone" 404 "$(api GET "$BASE/pods/worker-1")"
+ctl POST /pods --data-binary @"$WORK/replacement" >/dev/null # back for later checks
+
+# a client that leaves: its parked watch is noticed and freed
+kill "$w3" 2>/dev/null
+wait "$w3" 2>/dev/null || true
+wait_until 5 watches_are 0 && pass || fail "a watch whose client left is still counted: $(ctl GET /state)"
+
+# too old: 200, one ERROR event with a 410 Status, end
+curl -sSN -m 5 --cacert "$WORK/pki/ca.crt" -H "Authorization: Bearer $TOKEN" \
+        "$API$BASE/pods?watch=1&fieldSelector=metadata.name%3Dworker-0&resourceVersion=1" >"$WORK/w4" 2>&1 || true
+expect_eq "watch from resourceVersion 1: 410 Expired" "ERROR 410 Expired 1" \
+        "$(jq -r '[.type, (.object.code | tostring), .object.reason] | join(" ")' "$WORK/w4") $(wc -l <"$WORK/w4")"
+jq -r .object.message "$WORK/w4" | grep -q '^too old resource version: 1 (' && pass ||
+        fail "410 message: $(cat "$WORK/w4")"
+ctl POST /compact >/dev/null
+curl -sSN -m 5 --cacert "$WORK/pki/ca.crt" -H "Authorization: Bearer $TOKEN" \
+        "$API$BASE/pods?watch=1&fieldSelector=metadata.name%3Dworker-0&resourceVersion=$rv_before" >"$WORK/w5" 2>&1 || true
+expect_eq "after compaction an older resourceVersion is gone" "ERROR 410" \
+        "$(jq -r '[.type, (.object.code | tostring)] | join(" ")' "$WORK/w5")"
+
+# --- injected faults --------------------------------------------------------------------
+STATUS_PATH=$BASE/pods/worker-0/status
+for code in 401 403 404 409 422 429 500 503; do
+        extra=
+        [ "$code" = 429 ] && extra=', "retry_after": 2'
+        ctl POST /faults -d "{\"match\": {\"method\": \"PATCH\", \"path_prefix\": \"$STATUS_PATH\"}, \"status\": $code$extra}" >/dev/null
+        expect_eq "fault $code" "$code" "$(smp worker-0 "$(agent_patch True Current)")"
+        expect_eq "fault $code answers a Status" "Status Failure $code" \
+                "$(body '[.kind, .status, (.code | tostring)] | join(" ")')"
+        expect_eq "fault $code is used once" 200 "$(smp worker-0 "$(agent_patch True Current)")"
+done
+ctl POST /faults -d "{\"match\": {\"method\": \"PATCH\", \"path_prefix\": \"$STATUS_PATH\"}, \"status\": 429, \"retry_after\": 2}" >/dev/null
+smp worker-0 "$(agent_patch True Current)" >/dev/null
+expect_eq "429 carries Retry-After" 2 "$(tr -d '\r' <"$WORK/headers" | sed -n 's/^[Rr]etry-[Aa]fter: //p')"
+expect_eq "429 Status" "TooManyRequests 2" "$(body '[.reason, (.details.retryAfterSeconds | tostring)] | join(" ")')"
+ctl POST /faults -d "{\"match\": {\"method\": \"PATCH\", \"path_prefix\": \"$STATUS_PATH\"}, \"status\": 403}" >/dev/null
+smp worker-0 "$(agent_patch True Current)" >/dev/null
+body .message | grep -qF 'cannot patch resource "pods/status" in API group "" in the namespace "slurm"' &&
+        pass || fail "403 message: $(body .message)"
+ctl POST /faults -d "[{\"match\": {\"method\": \"PATCH\"}, \"status\": 500, \"count\": 2}]" >/dev/null
+expect_eq "a PATCH fault leaves GET alone" 200 "$(api GET "$BASE/pods/worker-0")"
+expect_eq "count 2: first" 500 "$(smp worker-0 "$(agent_patch True Current)")"
+expect_eq "count 2: second" 500 "$(smp worker-0 "$(agent_patch True Current)")"
+expect_eq "count 2: then served" 200 "$(smp worker-0 "$(agent_patch True Current)")"
+expect_eq "no fault left" 0 "$(ctl GET /faults | jq '.faults | length')"
+expect_eq "a watch-only fault" 200 "$(ctl POST /faults -o /dev/null -w '%{http_code}' \
+        -d '{"match": {"watch": true}, "status": 503, "message": "etcd is away"}')"
+expect_eq "... leaves list alone" 200 "$(api GET "$BASE/pods")"
+expect_eq "... hits the watch" 503 "$(api GET "$BASE/pods?watch=1")"
+expect_eq "... with its message" "etcd is away" "$(body .message)"
+expect_eq "fault with an unknown key" 400 "$(ctl POST /faults -o /dev/null -w '%{http_code}' -d '{"status": 500, "cuont": 2}')"
+expect_eq "fault that does nothing" 400 "$(ctl POST /faults -o /dev/null -w '%{http_code}' -d '{"count": 2}')"
+expect_eq "fault status not an error" 400 "$(ctl POST /faults -o /dev/null -w '%{http_code}' -d '{"status": 200}')"
+
+# a slow answer does not hold the others
+ctl POST /faults -d "{\"match\": {\"method\": \"GET\", \"path\": \"$BASE/pods/worker-0\"}, \"delay_ms\": 1500}" >/dev/null
+curl -sS --cacert "$WORK/pki/ca.crt" -H "Authorization: Bearer $TOKEN" -o /dev/null \
+        -w '%{http_code} %{time_total}' "$API$BASE/pods/worker-0" >"$WORK/slow" 2>&1 &
+slow=$!
+wait_until 5 eval '[ "$(state suspended)" = 1 ]' && pass || fail "the slow request was not parked"
+fast=$(curl -sS --cacert "$WORK/pki/ca.crt" -H "Authorization: Bearer $TOKEN" -o /dev/null \
+        -w '%{http_code} %{time_total}' "$API$BASE/pods/login-0")
+expect_eq "served while another is slow" 200 "${fast% *}"
+awk -v t="${fast#* }" 'BEGIN { exit !(t < 1.0) }' && pass || fail "a fast request took ${fast#* } s during a slow one"
+kill -0 "$slow" 2>/dev/null && pass || fail "the slow request ended before the fast one"
+wait "$slow" || true
+read -r slow_code slow_time <"$WORK/slow" || true # no newline at the end
+expect_eq "the slow request is answered" 200 "$slow_code"
+awk -v t="$slow_time" 'BEGIN { exit !(t >= 1.4 && t < 5) }' && pass || fail "delay_ms 1500 took $slow_time s"
+ctl POST /faults -d "{\"match\": {\"method\": \"PATCH\"}, \"delay_ms\": 300, \"status\": 500}" >/dev/null
+start=$(date +%s%N)
+expect_eq "delay then an error" 500 "$(smp worker-0 "$(agent_patch True Current)")"
+[ $((($(date +%s%N) - start) / 1000000)) -ge 290 ] && pass || fail "delay_ms 300 with status 500 came early"
+
+# a dropped connection
+ctl POST /faults -d "{\"match\": {\"path\": \"$BASE/pods/worker-0\"}, \"drop_connection\": true}" >/dev/null
+expect_eq "dropped connection: no HTTP answer" 000 "$(api GET "$BASE/pods/worker-0")"
+[ "$(cat "$WORK/rc")" -ne 0 ] && pass || fail "curl succeeded on a dropped connection"
+expect_eq "served again after the drop" 200 "$(api GET "$BASE/pods/worker-0")"
+
+# --- the request log ------------------------------------------------------------------
+ctl POST /reset-requests >/dev/null
+api GET "$BASE/pods/worker-0" >/dev/null
+api GET "$BASE/pods/login-0" >/dev/null
+smp worker-0 "$(agent_patch False Drifted)" >/dev/null
+smp worker-0 "$(agent_patch False Drifted)" >/dev/null
+TOKEN=token-one api GET "$BASE/pods/worker-0" >/dev/null
+ctl POST /faults -d '{"match": {"method": "GET"}, "status": 500}' >/dev/null
+api GET "$BASE/pods/worker-0" >/dev/null
+ctl GET /requests >"$WORK/log"
+expect_eq "log: every API request, none of the control port's" 6 "$(jq length "$WORK/log")"
+expect_eq "log: PATCH count and content type" "2 application/strategic-merge-patch+json" \
+        "$(jq -r '[.[] | select(.method == "PATCH")] | "\(length) \(.[0].content_type)"' "$WORK/log")"
+expect_eq "log: statuses in order" "200,200,200,200,401,500" "$(jq -r '[.[].status] | join(",")' "$WORK/log")"
+expect_eq "log: fault flag" "false,false,false,false,false,true" "$(jq -r '[.[].fault] | join(",")' "$WORK/log")"
+expect_eq "log: the patch body" "$W0_UID" "$(jq -r '[.[] | select(.method == "PATCH")][0].body.metadata.uid' "$WORK/log")"
+expect_eq "log: sequence numbers run on across resets" "true 1 1 1 1 1" \
+        "$(jq -r '"\(.[0].seq > 6) " + ([range(1; length) as $i | .[$i].seq - .[$i - 1].seq] | map(tostring) | join(" "))' "$WORK/log")"
+jq -e 'all(.[]; (.time | type) == "number" and .time > 1e9)' "$WORK/log" >/dev/null && pass ||
+        fail "log: times are not epoch seconds"
+
+# --- events ------------------------------------------------------------------------------
+event() { # NAME [INVOLVED_NS]
+        printf '{"apiVersion":"v1","kind":"Event","metadata":{"name":"%s","namespace":"%s"},' "$1" "$NS"
+        printf '"involvedObject":{"apiVersion":"v1","kind":"Pod","name":"worker-0","namespace":"%s","uid":"%s"},' "${2:-$NS}" "$W0_UID"
+        printf '"reason":"EnrootConfigDrifted","message":"enroot.conf drifted","type":"Warning",'
+        printf '"source":{"component":"aicr-enroot-agent"},"count":1}'
+}
+expect_eq "POST event" 201 "$(api POST "$BASE/events" -H 'Content-Type: application/json' --data-binary "$(event worker-0.1)")"
+expect_eq "stored event" "worker-0.1 EnrootConfigDrifted Warning" \
+        "$(ctl GET /events | jq -r '.[0] | [.metadata.name, .reason, .type] | join(" ")')"
+expect_eq "same name again" 409 "$(api POST "$BASE/events" -H 'Content-Type: application/json' --data-binary "$(event worker-0.1)")"
+expect_eq "same name again: reason" AlreadyExists "$(body .reason)"
+expect_eq "involvedObject in another namespace" 422 \
+        "$(api POST "$BASE/events" -H 'Content-Type: application/json' --data-binary "$(event worker-0.2 other)")"
+expect_eq "event: invalid JSON" 400 "$(api POST "$BASE/events" -H 'Content-Type: application/json' --data-binary '{')"
+
+# --- control port hygiene ------------------------------------------------------------------
+expect_eq "control: invalid JSON" 400 "$(ctl POST /faults -o /dev/null -w '%{http_code}' -d '{')"
+expect_eq "control: unknown endpoint" 404 "$(ctl GET /nope -o /dev/null -w '%{http_code}')"
+expect_eq "control: wrong method" 405 "$(ctl PUT /faults -o /dev/null -w '%{http_code}')"
+expect_eq "control: rewrite of a missing pod" 404 "$(ctl POST /pods/nope/rewrite-conditions -o /dev/null -w '%{http_code}' -d '[]')"
+# plain HTTP on the TLS port, and a connection that says nothing
+curl -sS -m 3 -o /dev/null "http://127.0.0.1:$API_PORT/" 2>/dev/null || true
+(exec 3<>"/dev/tcp/127.0.0.1/$API_PORT" && printf 'garbage\r\n\r\n' >&3) 2>/dev/null || true
+expect_eq "still serving after garbage" 200 "$(api GET "$BASE/pods/login-0")"
+
+# --- stop ------------------------------------------------------------------------------------
+# SIGTERM with a watch open and a slow request parked: exit 0, promptly
+watch_start "$WORK/w6" "watch=1&fieldSelector=metadata.name%3Dworker-0&timeoutSeconds=60"
+w6=$watch_pid
+ctl POST /faults -d '{"match": {"method": "GET", "watch": false}, "delay_ms": 60000}' >/dev/null
+curl -sS -m 20 --cacert "$WORK/pki/ca.crt" -H "Authorization: Bearer $TOKEN" -o /dev/null \
+        "$API$BASE/pods/worker-0" 2>/dev/null &
+parked=$!
+wait_until 5 eval '[ "$(state suspended)" = 2 ]' && pass || fail "watch and slow request not parked: $(ctl GET /state)"
+kill -0 "$fake_pid" 2>/dev/null && pass || fail "the fake API server died: $(cat "$WORK/fake.err")"
+start=$(date +%s%N)
+kill -TERM "$fake_pid"
+rc=0
+wait "$fake_pid" || rc=$?
+fake_pid=
+stop_ms=$((($(date +%s%N) - start) / 1000000))
+expect_eq "SIGTERM: exit status" 0 "$rc"
+[ "$stop_ms" -lt 3000 ] && pass || fail "SIGTERM took $stop_ms ms"
+wait_until 5 eval '! kill -0 $w6 2>/dev/null' && pass || fail "the watch outlived the server"
+wait "$w6" "$parked" 2>/dev/null || true
+[ ! -s "$WORK/fake.err" ] && pass || fail "the fake API server complained: $(head -c 600 "$WORK/fake.err")"
+
+finish
