@@ -863,9 +863,7 @@ static int comsub(Shell *s) {
         s->n_heredocs = 0;
 
         /* A fresh parser state, as after the DOLPAREN token bash fakes. */
-        s->pst = (s->pst & ~(PST_CASEPAT | PST_COMPASSIGN | PST_ASSIGNOK | PST_ALLOWOPNBRC |
-                             PST_REDIRLIST)) |
-                 PST_CMDSUBST;
+        s->pst = (s->pst & ~(PST_CASEPAT | PST_COMPASSIGN | PST_REDIRLIST)) | PST_CMDSUBST;
         s->esacs_needed = s->expecting_in = 0;
         s->expecting_in_command = TOK_NONE;
         s->last = TOK_NEWLINE;

@@ -14,7 +14,7 @@ packages=(
         # tests and CI cells
         libcmocka-dev bash valgrind cppcheck clang-format
         jq                       # integration tests check the JSON output
-        curl util-linux          # integration tests talk HTTP, unshare mount namespaces
+        curl util-linux openssl  # tests talk HTTP(S), unshare mount namespaces, make a test CA
         clang libclang-rt-14-dev # ASan/UBSan and libFuzzer runtimes
         llvm                     # llvm-symbolizer: sanitizer reports with file:line
         prometheus               # for promtool, which checks the metrics output

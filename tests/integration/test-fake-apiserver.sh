@@ -51,11 +51,11 @@ wait_until() {
 }
 
 # --- set-up ------------------------------------------------------------------
-"$TOP_SRCDIR/tests/tools/make-test-ca.sh" "$WORK/pki" || {
+bash "$TOP_SRCDIR/tests/tools/make-test-ca.sh" "$WORK/pki" || {
         echo "FAIL: make-test-ca.sh failed" >&2
         exit 1
 }
-"$TOP_SRCDIR/tests/tools/make-test-ca.sh" "$WORK/other-pki" >/dev/null
+bash "$TOP_SRCDIR/tests/tools/make-test-ca.sh" "$WORK/other-pki" >/dev/null
 
 NS=slurm
 BASE=/api/v1/namespaces/$NS

@@ -25,9 +25,21 @@
  * Errors are Kubernetes Status objects with the real server's reasons and
  * messages.
  *
- * The control port (plain HTTP, 127.0.0.1) drives the test; see on_control()
- * for the list: fault injection, operator-style rewrites, replacement pods,
- * the request log.
+ * --pods FILE holds a PodList ({"items": [...]}) or a JSON list of pods; each
+ * needs metadata.name; metadata.namespace defaults to --namespace (which
+ * defaults to the first pod's namespace, else "default"); a missing uid is
+ * generated; resourceVersion is a decimal string or left out.
+ *
+ * Deviations a client may notice: a patch that changes nothing answers 200
+ * with no new resourceVersion and no watch event (as etcd skips equal
+ * writes); "$setElementOrder" and "$retainKeys" directives are accepted and
+ * ignored; application/json-patch+json and apply patches get 415; the only
+ * selectors are equality terms; DELETE removes a pod at once (no grace).
+ *
+ * The control port (plain HTTP, 127.0.0.1) drives the test; its endpoints are
+ * listed in the "control port" section below: fault injection, operator-style
+ * rewrites, replacement pods, the request log. Faults apply before
+ * authentication: an injected status answers whatever the token.
  *
  * One thread: both libmicrohttpd daemons run in external epoll mode under
  * one poll() loop, so no state is ever shared between threads. A slow answer
@@ -2313,7 +2325,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
  *   GET    /requests                   the API request log, oldest first:
  *                                      [{seq,time,method,path,query,
  *                                      content_type,status,watch,fault,dropped,
- *                                      duration_ms,body}]
+ *                                      duration_ms,body}]: time in epoch
+ *                                      seconds at arrival; seq runs on across
+ *                                      resets; status 0 and dropped when no
+ *                                      answer was sent (an injected drop, or
+ *                                      the client left first); body when JSON
+ *                                      of at most FAKE_MAX_LOGGED_BODY_BYTES
  *   POST   /reset-requests             empty it
  *   GET    /events, DELETE /events     Events created through the API
  *   POST   /compact                    forget the history: a watch from any
@@ -2728,7 +2745,7 @@ int main(int argc, char **argv) {
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
-        const char *pods = NULL, *cert_path = NULL, *key_path = NULL;
+        const char *pods = NULL, *cert_path = NULL, *key_path = NULL, *namespace_arg = NULL;
         _cleanup_free_ char *cert = NULL, *key = NULL;
         uint16_t api_port = 0, control_port = 0, got_api, got_control;
         Server s = {};
@@ -2760,9 +2777,7 @@ int main(int argc, char **argv) {
                         }
                         break;
                 case 'n':
-                        free(s.namespace);
-                        s.namespace = strdup(optarg);
-                        namespace_given = true;
+                        namespace_arg = optarg;
                         break;
                 case 'v':
                         s.verbose = true;
@@ -2777,14 +2792,16 @@ int main(int argc, char **argv) {
         }
         if (optind != argc || !pods || !s.token_path || !cert_path || !key_path) {
                 usage(stderr);
-                free(s.namespace);
                 return 2;
         }
+        namespace_given = namespace_arg;
+        if (namespace_given && !(s.namespace = strdup(namespace_arg)))
+                return 1;
 
         s.pods = json_object();
         s.requests = json_array();
         s.events = json_array();
-        if (!s.pods || !s.requests || !s.events || (namespace_given && !s.namespace))
+        if (!s.pods || !s.requests || !s.events)
                 goto out;
         if (load_pods(&s, pods, namespace_given) < 0) {
                 ret = 2;
