@@ -2266,7 +2266,10 @@ static size_t construct_end(const char *text, size_t len, size_t pos, int open, 
         }
         *live |= s.live;
         if (r < 0) {
-                *live |= SHELL_LIVE_SYNTAX;
+                /* the lexer already went through this word: only a construct
+                 * outside the model can fail here, and it is live anyway */
+                if (s.error == ERROR_SYNTAX)
+                        *live |= SHELL_LIVE_SYNTAX;
                 return len;
         }
         return s.pos;

@@ -23,7 +23,6 @@ make -j"$(nproc)" --quiet aicr-enroot-agent
 agent=$PWD/aicr-enroot-agent
 examples=$top/examples
 writer=$top/tests/tools/atomic-writer.sh
-port=${DEMO_PORT:-19100}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/aicr-enroot-demo.XXXXXX")
 agent_pid=
@@ -55,13 +54,17 @@ cp "$examples/running/99-aicr-defaults.env" "$work/pod/etc/enroot/environ.d/"
 ls -la "$work/configmap"
 
 say "3. The agent watches the projection and the pod's files"
+# a port the kernel chooses, read back from the agent's log
 "$agent" --desired-dir "$work/configmap" --running-root "$work/pod" \
-        --listen "127.0.0.1:$port" &
+        --listen 127.0.0.1:0 2> >(tee "$work/agent.log" >&2) &
 agent_pid=$!
-for _ in $(seq 1 50); do
-        "$agent" --check --listen "127.0.0.1:$port" >/dev/null 2>&1 && break
+port=
+for _ in $(seq 1 100); do
+        port=$(sed -n 's/.*Serving .* on 127\.0\.0\.1:\([0-9]*\)\..*/\1/p' "$work/agent.log")
+        [[ -n $port ]] && "$agent" --check --listen "127.0.0.1:$port" >/dev/null 2>&1 && break
         sleep 0.1
 done
+[[ -n $port ]] || { echo "demo: the agent did not start" >&2; exit 1; }
 step "$agent" --check --listen "127.0.0.1:$port"
 drift_metrics
 

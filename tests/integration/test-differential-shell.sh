@@ -12,6 +12,7 @@
 # empty directory (so no glob can match); when it reports a syntax error, that
 # eval must fail. Values come from tests/data/shell/values.txt and a seeded
 # random set.
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 command -v bash >/dev/null || skip "bash is not installed"
 PROBE=${SHELL_PROBE:-$(dirname "$AGENT")/tests/tools/shell-probe}
@@ -69,7 +70,11 @@ while read -r name status line; do
         case $status in
         ok)
                 [ "$bash_rc" -eq 0 ] || fail "$name: bash -n now refuses it: $(head -c 300 "$WORK/err")"
-                [ "$probe" = ok ] && pass || fail "$name: bash accepts it, the model says: $probe"
+                if [ "$probe" = ok ]; then
+                        pass
+                else
+                        fail "$name: bash accepts it, the model says: $probe"
+                fi
                 ;;
         error)
                 [ "$bash_rc" -ne 0 ] || fail "$name: bash -n now accepts it"
@@ -104,6 +109,7 @@ done
 # Files: a seeded random corpus of the pieces shell files are made of
 
 RANDOM=52
+# shellcheck disable=SC1003,SC2016 # shell text, not shell code
 pieces=(ENROOT_X V 'K=V' ' ' ' ' ' ' $'\t' $'\n' $'\n' $'\n' '"' "'" '`' '\' '$' '$(' ')' '('
         '${' '}' '{' '$((' '))' ';' '&' '|' '&&' '||' ';;' '<' '>' '>>' '<<E' $'\nE\n' '2>&1'
         '#' '# c' 'if' 'then' 'fi' 'else' 'while' 'do' 'done' 'for' 'in' 'case' 'esac' '!'
@@ -132,8 +138,11 @@ for ((n = 0; n < generated; n++)); do
         check_file "$WORK/gen/$n.conf"
         case $probe in
         ok)
-                [ "$bash_rc" -eq 0 ] && pass ||
+                if [ "$bash_rc" -eq 0 ]; then
+                        pass
+                else
                         fail "generated $n: bash refuses it, the model accepts it: $(printf %q "$text")"
+                fi
                 ;;
         "error "*" unsupported"*) pass ;;
         "error "*)
@@ -156,6 +165,7 @@ done
 
 cp "$TEST_DATA_DIR/shell/values.txt" "$WORK/values"
 RANDOM=2026
+# shellcheck disable=SC1003,SC2016 # shell text, not shell code
 bits=(a b x ' ' ' ' $'\t' '"' '"' "'" "'" '\' '\\' '$' '$a' '${a}' '$(a)' '`a`' '#' ' #c' '-n' '-e'
       '-E' '-ne' '-' '--' '\n' '\t' '\c' '\0101' '\x41' '\u41' '\e' '\q' '*' '?' '[' ']' '{' '}'
       '{a,b}' '{1..3}' ',' '..' '~' '=' ':' ';' '&' '|' '<' '>' '(' ')' "\$'a'" '$"a"' '!' '%'
@@ -209,8 +219,11 @@ while read -r i hex errbytes; do
         flags=$((16#$flags))
         [ "$hex" = - ] && hex=""
         if [ $((flags & 0x80)) -ne 0 ]; then
-                [ "$errbytes" -gt 0 ] && pass ||
+                if [ "$errbytes" -gt 0 ]; then
+                        pass
+                else
                         fail "value $(printf %q "$v"): the model says eval fails, bash printed $hex"
+                fi
         elif [ "$errbytes" -gt 0 ]; then
                 fail "value $(printf %q "$v"): static for the model, yet eval complains"
         elif [ "$hex" = "${output}0a" ] || { [ "$hex" = "$output" ] && [ $((flags & 0x10000)) -ne 0 ]; }; then
