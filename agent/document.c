@@ -311,6 +311,12 @@ static int parse_conf_line(Line *l, const char *text) {
                 int r = shell_eval_echo(l->raw, &l->value, &l->flags);
                 if (r < 0)
                         return r;
+                /* $(...) drops every trailing newline ("echo -e 'a\n'" gives "a"). */
+                if (l->value) {
+                        size_t n = strlen(l->value);
+                        while (n > 0 && l->value[n - 1] == '\n')
+                                l->value[--n] = '\0';
+                }
         }
         return 0;
 }

@@ -55,10 +55,11 @@ typedef enum ShellLive {
  * caller frees it) holding exactly what echo would print, without the newline
  * echo adds (none is added under -n or after \c); otherwise *ret_output is NULL
  * (the value can only be compared as text).
- * Not applied here, since they belong to enroot's `$(...)` around the eval:
- * stripping every trailing newline of the output. NUL bytes that `echo -e`
- * would print (\0, \x0, \u0000) are dropped, as that `$(...)` drops them.
- * Live beyond the header's list, to stay exact: `$` before a byte >= 0x80
+ * enroot wraps the eval in `$(...)`, which strips every trailing newline: that
+ * is left to the caller (`-e 'a\n'` gives "a\n" here, "a" in enroot). NUL
+ * bytes that `echo -e` would print (\0, \x0, \u0000) are dropped here, as that
+ * `$(...)` drops them.
+ * Live beyond the list above, to stay exact: `$` before a byte >= 0x80
  * (a variable name in some locales) and `echo -e` escapes \u/\U above 0x7f
  * (locale-dependent output, reported as SHELL_LIVE_ANSI_C).
  * Conservative: brace sequences such as {a..} and tildes after any '=' or ':'
@@ -78,8 +79,8 @@ int shell_eval_echo(const char *value, char **ret_output, unsigned *ret_flags);
  * (within its first 80 bytes) makes bash refuse the file as binary; any other
  * NUL byte is skipped as bash skips it. Conservative: when unsure, report an
  * error (never call a file that bash rejects valid); such messages start
- * with "unsupported" (for example [[ ]], coproc, a here-document inside
- * $(...), ${ cmd; } which bash 5.3 parses differently, nesting deeper than
- * SHELL_MAX_NESTING). ret_line and ret_message may be NULL, and are written only
- * on -EINVAL. */
+ * with "unsupported": [[ ]], coproc, ${ cmd; } (bash 5.3 parses it), "((" not
+ * closed by "))", for ((...)) with quotes or not closed by "))", a here-document
+ * still open where its $(...) closes, nesting deeper than SHELL_MAX_NESTING.
+ * ret_line and ret_message may be NULL, and are written only on -EINVAL. */
 int shell_check_syntax(const char *text, size_t len, unsigned *ret_line, const char **ret_message);

@@ -79,6 +79,8 @@ static const Row rows[] = {
          1},
         {"conf quoted hash kept", DOC_CONF, "ENROOT_DATA_PATH=\"/d # x\"\n", "ENROOT_DATA_PATH",
          "/d # x", 1},
+        {"conf echo -e newline dropped", DOC_CONF, "ENROOT_DATA_PATH=-e /d\\\\n\n",
+         "ENROOT_DATA_PATH", "/d", 1},
         {"conf -n swallowed", DOC_CONF, "ENROOT_DATA_PATH=-n\n", "ENROOT_DATA_PATH", "", 1},
         {"conf $VAR dynamic", DOC_CONF, "ENROOT_DATA_PATH=$HOME/d\n", "ENROOT_DATA_PATH", DYNAMIC,
          1},

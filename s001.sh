@@ -1,0 +1,1 @@
+ENROOT_MOUNT_HOME=yes

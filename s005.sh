@@ -1,0 +1,3 @@
+K ${XDG_DATA_HOME}/e
+K $HOME/$(id -u)
+K ${T:-/tmp}

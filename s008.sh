@@ -1,0 +1,1 @@
+export K=V

@@ -1,0 +1,1 @@
+K $(case x in a) b;; esac)

@@ -1,0 +1,1 @@
+K a 2>/dev/null >&2 <f <<<w

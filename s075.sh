@@ -1,0 +1,1 @@
+K if then fi { } !

@@ -1,0 +1,1 @@
+if a; then b; elif c; then d; else e; fi

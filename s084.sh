@@ -1,0 +1,3 @@
+for i in a b; do c; done
+for i; do c; done
+for i do c; done

@@ -1,0 +1,1 @@
+select i in a; do b; done

@@ -1,0 +1,3 @@
+f() { a; }
+function g { a; }
+function h () ( a )

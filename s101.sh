@@ -1,0 +1,4 @@
+a=(b
+c # d
+)
+declare e=(f)

@@ -1,0 +1,6 @@
+cat <<A <<B
+a
+A
+b
+B
+fi

@@ -1,0 +1,1 @@
+coproc a
