@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 int main(int argc, char **argv) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
         struct timespec start, now;
         char buf[4096];
         int fd, seconds;
@@ -33,7 +33,7 @@ int main(int argc, char **argv) {
         fflush(stdout);
         clock_gettime(CLOCK_MONOTONIC, &start);
         for (;;) {
-                struct pollfd p = { .fd = fd, .events = POLLIN };
+                struct pollfd p = {.fd = fd, .events = POLLIN};
                 ssize_t n;
                 long left;
 
