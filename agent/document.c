@@ -171,7 +171,12 @@ const char *conf_key_suggest(const char *key) {
                 upper[i] = (key[i] >= 'a' && key[i] <= 'z') ? (char) (key[i] - 'a' + 'A') : key[i];
 
         for (const char *const *k = conf_known_keys; *k; k++) {
-                size_t d = edit_distance(upper, *k);
+                size_t lk = strlen(*k), d;
+
+                /* The distance is at least the difference in length. */
+                if (lk > n + 3 || n > lk + 3)
+                        continue;
+                d = edit_distance(upper, *k);
                 if (d < best_d) {
                         best_d = d;
                         best = *k;
