@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libFuzzer target: the enroot.conf model on arbitrary bytes (see fuzz-document.h). */
-#include "fuzz-document.h"
+/* libFuzzer target: the enroot.conf model on arbitrary bytes (see model-target.h). */
+#include "model-target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
