@@ -11,25 +11,38 @@
 #include "manager.h"
 #include "options.h"
 
-static int check_config(const Options *o) {
+static const char *lookup_env(const char *name) {
+        return getenv(name);
+}
+
+static int check_config(Options *o) {
         _cleanup_free_ char *error = NULL;
         HttpdListen listen;
 
         if (options_validate_daemon(o, &error) < 0 ||
+            options_apply_environment(o, lookup_env, &error) < 0 ||
             httpd_parse_listen(o->listen, &listen, &error) < 0) {
                 log_error("%s", error ? error : "Out of memory.");
                 return EXIT_TROUBLE;
         }
         printf("The options are valid: %zu file(s), ConfigMap directory %s, listening on %s.\n",
                o->n_files, o->desired_dir, o->listen);
+        if (o->kube_enabled)
+                printf("Pod condition %s on pod %s%s%s through %s.\n", o->condition_type,
+                       strempty(o->pod_namespace), o->pod_namespace ? "/" : "", o->pod_name,
+                       o->kube_api);
+        else
+                printf("No pod condition: %s.\n",
+                       o->kube_disabled_reason ? o->kube_disabled_reason : "--kube off");
         return EXIT_SUCCESS;
 }
 
-static int run_daemon(const Options *o) {
+static int run_daemon(Options *o) {
         _cleanup_(manager_freep) Manager *m = NULL;
         _cleanup_free_ char *error = NULL;
 
-        if (options_validate_daemon(o, &error) < 0) {
+        if (options_validate_daemon(o, &error) < 0 ||
+            options_apply_environment(o, lookup_env, &error) < 0) {
                 log_error("%s. Try \"aicr-enroot-agent --help\".", error ? error : "Out of memory");
                 return EXIT_TROUBLE;
         }

@@ -11,7 +11,9 @@
 #include "httpd.h"
 #include "log.h"
 #include "manager.h"
+#include "fileio.h"
 #include "metrics.h"
+#include "podsync.h"
 #include "running.h"
 #include "volume.h"
 #include "watcher.h"
@@ -27,6 +29,7 @@ struct Manager {
         sd_event *event;
         Watcher *watcher;
         Httpd *httpd;
+        PodSync *podsync; /* the pod condition, NULL when not kept */
         sd_event_source *resync_source;
         sd_event_source *process_source; /* pidfd of the target process, or the retry timer */
         const char **keys;               /* from options->files, borrowed strings */
@@ -249,6 +252,8 @@ static int manager_evaluate(Manager *m, EvalTrigger trigger) {
 
         report_free(m->report);
         m->report = TAKE_PTR(new);
+        if (m->podsync && podsync_update(m->podsync, m->report) < 0)
+                (void) log_oom();
         track_process(m, view);
         notify_status(m);
         log_debug("Evaluated (%s): pod %s.", eval_trigger_to_string(trigger),
@@ -331,8 +336,10 @@ static int on_resync(sd_event_source *s, uint64_t usec, void *userdata) {
 static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
 
-        log_info("SIGHUP: evaluating now.");
+        log_info("SIGHUP: evaluating now%s.", m->podsync ? " and retrying the Kubernetes API" : "");
         (void) manager_evaluate(m, TRIGGER_SIGNAL);
+        if (m->podsync)
+                podsync_retry_now(m->podsync);
         return 0;
 }
 
@@ -359,6 +366,14 @@ static void get_counters(void *userdata, MetricsCounters *ret) {
                 .version = PACKAGE_VERSION,
         };
         memcpy(ret->evaluations, m->evaluations, sizeof ret->evaluations);
+        if (m->podsync) {
+                PodSyncStatus st;
+
+                podsync_status(m->podsync, &st);
+                ret->kube = st.requests;
+                ret->condition_synced = st.synced;
+                ret->condition_stopped = st.stopped;
+        }
 }
 
 /* ---------------------------------------------------------------------------
@@ -367,6 +382,7 @@ static void get_counters(void *userdata, MetricsCounters *ret) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        podsync_free(m->podsync);
         httpd_free(m->httpd);
         watcher_free(m->watcher);
         sd_event_source_disable_unref(m->resync_source);
@@ -377,6 +393,91 @@ Manager *manager_free(Manager *m) {
         free(m->paths);
         free(m);
         return NULL;
+}
+
+/* The namespace file of the service account directory, when no option or
+ * POD_NAMESPACE named one. */
+static int read_namespace(const char *sa_dir, char **ret) {
+        _cleanup_free_ char *path = NULL, *data = NULL;
+        size_t len;
+        int r;
+
+        if (asprintf(&path, "%s/namespace", sa_dir) < 0)
+                return log_oom();
+        r = read_file_at(AT_FDCWD, path, 0, OPTIONS_MAX_NAMESPACE_LENGTH + 2, &data, &len);
+        if (r < 0)
+                return log_error_errno(r,
+                                       "The pod's namespace is unknown: set POD_NAMESPACE from "
+                                       "the downward API (fieldRef metadata.namespace), or mount "
+                                       "it at \"%s\" (%m).",
+                                       path);
+        while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r'))
+                data[--len] = '\0';
+        for (size_t i = 0; i < len; i++)
+                if (!((data[i] >= 'a' && data[i] <= 'z') || (data[i] >= '0' && data[i] <= '9') ||
+                      data[i] == '-'))
+                        len = 0;
+        if (len == 0 || strlen(data) != len)
+                return log_error_errno(-EBADMSG, "\"%s\" does not hold a namespace name.", path);
+        *ret = TAKE_PTR(data);
+        return 0;
+}
+
+static int start_podsync(Manager *m) {
+        const Options *o = m->options;
+        _cleanup_free_ char *ns = NULL, *ca = NULL, *token = NULL;
+        KubeClient *client = NULL;
+        int r;
+
+        if (!o->kube_enabled) {
+                if (o->kube_disabled_reason)
+                        log_info("Not keeping a pod condition: %s.", o->kube_disabled_reason);
+                return 0;
+        }
+        if (o->pod_namespace) {
+                ns = strdup(o->pod_namespace);
+                if (!ns)
+                        return log_oom();
+        } else {
+                r = read_namespace(o->serviceaccount_dir, &ns);
+                if (r < 0)
+                        return r;
+        }
+        if (asprintf(&ca, "%s/ca.crt", o->serviceaccount_dir) < 0 ||
+            asprintf(&token, "%s/token", o->serviceaccount_dir) < 0)
+                return log_oom();
+        if (access(ca, R_OK) < 0)
+                return log_error_errno(negative_errno(),
+                                       "Cannot read the API server's CA bundle \"%s\" (%m): mount "
+                                       "a projected service account token volume there (see the "
+                                       "manifests), or run with --kube off.",
+                                       ca);
+
+        r = kube_client_new(m->event,
+                            &(KubeConfig){.api_url = o->kube_api,
+                                          .ca_file = ca,
+                                          .token_file = token,
+                                          .user_agent = PACKAGE_NAME "/" PACKAGE_VERSION},
+                            &client);
+        if (r < 0)
+                return log_error_errno(r,
+                                       "Cannot use the service account token \"%s\" (%s): mount "
+                                       "a projected service account token volume there, or run "
+                                       "with --kube off.",
+                                       token,
+                                       r == -EBADMSG ? "empty or not a token" : strerror(-r));
+        r = podsync_new(m->event, client,
+                        &(PodSyncConfig){.pod_name = o->pod_name,
+                                         .pod_namespace = ns,
+                                         .pod_uid = o->pod_uid,
+                                         .condition_type = o->condition_type,
+                                         .component = PACKAGE_NAME},
+                        &m->podsync);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the pod condition: %m");
+        log_info("Keeping condition %s on pod %s/%s through %s.", o->condition_type, ns,
+                 o->pod_name, o->kube_api);
+        return 0;
 }
 
 int manager_new(const Options *o, Manager **ret) {
@@ -454,6 +555,10 @@ int manager_new(const Options *o, Manager **ret) {
                                        1000 * 1000, on_resync, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot arm the resync timer: %m");
+
+        r = start_podsync(m);
+        if (r < 0)
+                return r;
 
         *ret = TAKE_PTR(m);
         return 0;

@@ -359,6 +359,48 @@ static int render_config(Renderer *w, const Report *r) {
         return k;
 }
 
+/* "200", "error" (no answer) or "other" (past KUBE_MAX_STAT_SERIES). */
+static const char *kube_code(long code, char buf[static 24]) {
+        if (code == 0)
+                return "error";
+        if (code < 0)
+                return "other";
+        (void) snprintf(buf, 24, "%ld", code);
+        return buf;
+}
+
+static int render_kube(Renderer *w, const MetricsCounters *c) {
+        const KubeStats *s = c->kube;
+        int k;
+
+        k = put_family(w, "aicr_enroot_agent_kube_requests_total", "counter",
+                       "Finished requests to the Kubernetes API server, by verb and HTTP code "
+                       "(\"error\": no answer).");
+        for (size_t i = 0; i < s->n_series && k >= 0; i++) {
+                char code[24];
+                Label l[] = {{"verb", kube_verb_to_string(s->series[i].verb)},
+                             {"code", kube_code(s->series[i].code, code)}};
+
+                if (s->series[i].count > 0)
+                        k = put_sample(w, "aicr_enroot_agent_kube_requests_total", l, ELEMENTSOF(l),
+                                       u64(s->series[i].count).s);
+        }
+        if (k >= 0)
+                k = put_family(w, "aicr_enroot_agent_condition_synced", "gauge",
+                               "1 when the pod's condition says what the agent says.");
+        if (k >= 0)
+                k = put_sample(w, "aicr_enroot_agent_condition_synced", NULL, 0,
+                               c->condition_synced ? "1" : "0");
+        if (k >= 0)
+                k = put_family(w, "aicr_enroot_agent_kube_last_success_timestamp_seconds", "gauge",
+                               "When the Kubernetes API server last answered with success, in "
+                               "seconds since the Unix epoch.");
+        if (k >= 0 && s->last_success_usec > 0)
+                k = put_sample(w, "aicr_enroot_agent_kube_last_success_timestamp_seconds", NULL, 0,
+                               seconds(s->last_success_usec).s);
+        return k;
+}
+
 static int render_agent(Renderer *w, const MetricsCounters *c) {
         bool listed = false;
         int k;
@@ -386,6 +428,9 @@ static int render_agent(Renderer *w, const MetricsCounters *c) {
                 Label l[] = {{"mode", c->watch_mode}};
                 k = put_sample(w, "aicr_enroot_agent_watch_mode", l, ELEMENTSOF(l), "1");
         }
+
+        if (k >= 0 && c->kube)
+                k = render_kube(w, c);
 
         if (k >= 0)
                 k = put_family(w, "aicr_enroot_agent_build_info", "gauge",
@@ -581,6 +626,30 @@ static json_t *status_json(const Report *r, const MetricsCounters *c, StrBuf *sc
                         safe_json_string(scratch, c->watch_mode, METRICS_MAX_LABEL_BYTES)) < 0 ||
                     set(agent, "evaluations", json_incref(evals)) < 0 ||
                     set(o, "agent", json_incref(agent)) < 0)
+                        return NULL;
+        }
+        if (c && c->kube) {
+                _cleanup_(json_decrefp) json_t *kube = json_object(), *reqs = json_array();
+                const KubeStats *s = c->kube;
+
+                if (!kube || !reqs)
+                        return NULL;
+                for (size_t i = 0; i < s->n_series; i++) {
+                        char code[24];
+                        json_t *one = json_pack("{s:s, s:s, s:I}", "verb",
+                                                kube_verb_to_string(s->series[i].verb), "code",
+                                                kube_code(s->series[i].code, code), "count",
+                                                (json_int_t) s->series[i].count);
+                        if (!one || json_array_append_new(reqs, one) < 0)
+                                return NULL;
+                }
+                if (set(kube, "condition_synced", json_boolean(c->condition_synced)) < 0 ||
+                    set(kube, "stopped", json_boolean(c->condition_stopped)) < 0 ||
+                    set(kube, "last_success",
+                        s->last_success_usec > 0 ? time_json(s->last_success_usec) : json_null()) <
+                            0 ||
+                    set(kube, "requests", json_incref(reqs)) < 0 ||
+                    set(o, "kube", json_incref(kube)) < 0)
                         return NULL;
         }
 

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <syslog.h>
 
+#include "condition.h"
 #include "options.h"
 
 const char options_help[] =
@@ -27,6 +28,21 @@ const char options_help[] =
         "  --poll-interval SECONDS   polling period when inotify is unavailable (default 5)\n"
         "  --watch auto|inotify|poll how to notice ConfigMap updates (default auto)\n"
         "  --log-level LEVEL         debug, info, notice, warning or err (default info)\n"
+        "\n"
+        "The pod condition (needs RBAC: get, watch pods; patch pods/status; create events):\n"
+        "  --kube auto|on|off        keep the condition on this pod (default auto: on in a\n"
+        "                            pod, where KUBERNETES_SERVICE_HOST is set)\n"
+        "  --kube-api URL            the API server, https://HOST:PORT (default from\n"
+        "                            KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT)\n"
+        "  --serviceaccount-dir DIR  token, ca.crt and namespace (default\n"
+        "                            " OPTIONS_DEFAULT_SERVICEACCOUNT_DIR ")\n"
+        "  --condition-type TYPE     the condition's type (default " CONDITION_DEFAULT_TYPE ")\n"
+        "  --pod-name NAME           this pod (default $POD_NAME, from the downward API)\n"
+        "  --pod-namespace NS        its namespace (default $POD_NAMESPACE, else the\n"
+        "                            service account's namespace file)\n"
+        "  --pod-uid UID             its UID (default $POD_UID): a replacement pod with the\n"
+        "                            same name is never written to\n"
+        "\n"
         "  --check-config            validate the options and exit\n"
         "  --check                   ask the running agent's /readyz: exit 0 ready, 1 not\n"
         "  --require-current         with --check: not ready unless every file is current\n"
@@ -78,6 +94,12 @@ void options_done(Options *o) {
         free(o->target_process);
         free(o->listen);
         free(o->watch);
+        free(o->kube_api);
+        free(o->serviceaccount_dir);
+        free(o->condition_type);
+        free(o->pod_name);
+        free(o->pod_namespace);
+        free(o->pod_uid);
         *o = (Options){};
 }
 
@@ -133,6 +155,54 @@ static int parse_listen(const char *s, char **ret_error) {
                 return fail(ret_error,
                             "--listen: \"%s\": the port must be a number from 0 to 65535", s);
         return 0;
+}
+
+/* https://HOST[:PORT]: only TLS, and no path (the client adds /api/v1/...). */
+static int check_api_url(const char *what, const char *url, char **ret_error) {
+        const char *host = startswith(url, "https://");
+
+        if (!host)
+                return fail(ret_error,
+                            "%s: \"%s\" is not an https:// URL (the API server is "
+                            "always reached over verified TLS)",
+                            what, url);
+        if (!*host || strlen(url) > OPTIONS_MAX_URL_LENGTH || strpbrk(host, "/?#@ \t\r\n"))
+                return fail(ret_error, "%s: \"%s\" is not https://HOST[:PORT]", what, url);
+        return 0;
+}
+
+/* A pod name (DNS subdomain), namespace (DNS label) or UID, from an option
+ * or the downward API. */
+static bool pod_field_is_valid(const char *what, const char *s) {
+        size_t n = strlen(s), max = streq(what, "--pod-name")        ? OPTIONS_MAX_POD_NAME_LENGTH
+                                    : streq(what, "--pod-namespace") ? OPTIONS_MAX_NAMESPACE_LENGTH
+                                                                     : OPTIONS_MAX_UID_LENGTH;
+
+        if (n == 0 || n > max)
+                return false;
+        for (const char *p = s; *p; p++) {
+                bool ok = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+                          (*p == '.' && streq(what, "--pod-name"));
+                if (!ok)
+                        return false;
+        }
+        return s[0] != '-' && s[0] != '.' && s[n - 1] != '-' && s[n - 1] != '.';
+}
+
+static int set_pod_field(const char *what, const char *value, char **dst, char **ret_error) {
+        if (!pod_field_is_valid(what, value))
+                return fail(ret_error,
+                            "%s: \"%s\" is not a valid %s (lowercase letters, digits and '-'%s, "
+                            "at most %u characters)",
+                            what, value,
+                            streq(what, "--pod-name")        ? "pod name"
+                            : streq(what, "--pod-namespace") ? "namespace"
+                                                             : "UID",
+                            streq(what, "--pod-name") ? " and '.'" : "",
+                            streq(what, "--pod-name")        ? OPTIONS_MAX_POD_NAME_LENGTH
+                            : streq(what, "--pod-namespace") ? OPTIONS_MAX_NAMESPACE_LENGTH
+                                                             : OPTIONS_MAX_UID_LENGTH);
+        return set_string(dst, value);
 }
 
 static int add_file(Options *o, const char *arg, bool *defaults, char **ret_error) {
@@ -214,7 +284,10 @@ static int set_defaults(Options *o) {
         o->check_timeout_usec = OPTIONS_DEFAULT_CHECK_TIMEOUT_MS * 1000ull;
         o->log_level = LOG_INFO;
         if (set_string(&o->running_root, "/") < 0 ||
-            set_string(&o->listen, OPTIONS_DEFAULT_LISTEN) < 0 || set_string(&o->watch, "auto") < 0)
+            set_string(&o->listen, OPTIONS_DEFAULT_LISTEN) < 0 ||
+            set_string(&o->watch, "auto") < 0 ||
+            set_string(&o->serviceaccount_dir, OPTIONS_DEFAULT_SERVICEACCOUNT_DIR) < 0 ||
+            set_string(&o->condition_type, CONDITION_DEFAULT_TYPE) < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -257,6 +330,39 @@ static int parse_one(Options *o, int c, const char *arg, bool *default_files_lef
                 return set_string(&o->watch, arg);
         case 'L':
                 return parse_log_level(arg, &o->log_level, ret_error);
+        case 'k':
+                if (streq(arg, "auto"))
+                        o->kube = KUBE_AUTO;
+                else if (streq(arg, "on"))
+                        o->kube = KUBE_ON;
+                else if (streq(arg, "off"))
+                        o->kube = KUBE_OFF;
+                else
+                        return fail(ret_error, "--kube: \"%s\" is not auto, on or off", arg);
+                return 0;
+        case 'A':
+                if (check_api_url("--kube-api", arg, ret_error) < 0)
+                        return -EINVAL;
+                return set_string(&o->kube_api, arg);
+        case 'S':
+                if (arg[0] != '/')
+                        return fail(ret_error,
+                                    "--serviceaccount-dir: \"%s\" is not an absolute path", arg);
+                return set_string(&o->serviceaccount_dir, arg);
+        case 't':
+                if (strlen(arg) > CONDITION_MAX_TYPE_BYTES || !condition_type_is_valid(arg))
+                        return fail(ret_error,
+                                    "--condition-type: \"%s\" is not a qualified name "
+                                    "([DNS-subdomain/]name, the name at most 63 letters, digits, "
+                                    "'-', '_' or '.', starting and ending with a letter or digit)",
+                                    arg);
+                return set_string(&o->condition_type, arg);
+        case 'N':
+                return set_pod_field("--pod-name", arg, &o->pod_name, ret_error);
+        case 'n':
+                return set_pod_field("--pod-namespace", arg, &o->pod_namespace, ret_error);
+        case 'u':
+                return set_pod_field("--pod-uid", arg, &o->pod_uid, ret_error);
         case 'T':
                 if (parse_number("--timeout", arg, 1, 60000, "milliseconds", &ms, ret_error) < 0)
                         return -EINVAL;
@@ -279,6 +385,13 @@ int options_parse(int argc, char **argv, Options *ret, char **ret_error) {
                 {"watch", required_argument, NULL, 'w'},
                 {"log-level", required_argument, NULL, 'L'},
                 {"timeout", required_argument, NULL, 'T'},
+                {"kube", required_argument, NULL, 'k'},
+                {"kube-api", required_argument, NULL, 'A'},
+                {"serviceaccount-dir", required_argument, NULL, 'S'},
+                {"condition-type", required_argument, NULL, 't'},
+                {"pod-name", required_argument, NULL, 'N'},
+                {"pod-namespace", required_argument, NULL, 'n'},
+                {"pod-uid", required_argument, NULL, 'u'},
                 {"check", no_argument, NULL, 'c'},
                 {"check-config", no_argument, NULL, 'C'},
                 {"require-current", no_argument, NULL, 'q'},
@@ -342,6 +455,73 @@ int options_parse(int argc, char **argv, Options *ret, char **ret_error) {
 
         *ret = o;
         o = (Options){};
+        return 0;
+}
+
+int options_apply_environment(Options *o, const char *(*lookup)(const char *name),
+                              char **ret_error) {
+        static const struct {
+                const char *env, *option;
+                size_t field;
+        } pod_env[] = {
+                {"POD_NAME", "--pod-name", offsetof(Options, pod_name)},
+                {"POD_NAMESPACE", "--pod-namespace", offsetof(Options, pod_namespace)},
+                {"POD_UID", "--pod-uid", offsetof(Options, pod_uid)},
+        };
+        const char *host = lookup("KUBERNETES_SERVICE_HOST"),
+                   *port = lookup("KUBERNETES_SERVICE_PORT");
+        int r;
+
+        *ret_error = NULL;
+        o->kube_enabled = false;
+        o->kube_disabled_reason = NULL;
+        if (o->kube == KUBE_OFF)
+                return 0;
+
+        /* The downward API's values are as binding as options: a typo in the
+         * pod spec must show, not silently disable the condition. */
+        for (size_t i = 0; i < ELEMENTSOF(pod_env); i++) {
+                char **dst = (char **) ((char *) o + pod_env[i].field);
+                const char *v = lookup(pod_env[i].env);
+                _cleanup_free_ char *error = NULL;
+
+                if (*dst || !v || !*v)
+                        continue;
+                r = set_pod_field(pod_env[i].option, v, dst, &error);
+                if (r < 0)
+                        return r == -ENOMEM ? r
+                                            : fail(ret_error, "%s (from $%s)",
+                                                   error ? error : "invalid", pod_env[i].env);
+        }
+
+        if (!o->kube_api && host && *host) {
+                _cleanup_free_ char *url = NULL;
+
+                /* kubelet sets an IPv6 service address without brackets. */
+                if (asprintf(&url, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
+                             port && *port ? port : "443") < 0)
+                        return -ENOMEM;
+                if (check_api_url("KUBERNETES_SERVICE_HOST/_PORT", url, ret_error) < 0)
+                        return -EINVAL;
+                o->kube_api = TAKE_PTR(url);
+        }
+
+        if (o->kube == KUBE_ON && !o->kube_api)
+                return fail(ret_error, "--kube on: the API server is unknown: give --kube-api or "
+                                       "run in a pod (KUBERNETES_SERVICE_HOST is not set)");
+        if (o->kube == KUBE_ON && !o->pod_name)
+                return fail(ret_error, "--kube on: the pod name is unknown: set POD_NAME from the "
+                                       "downward API (fieldRef metadata.name) or give --pod-name");
+        if (!o->kube_api) {
+                o->kube_disabled_reason = "not in a pod (KUBERNETES_SERVICE_HOST is not set)";
+                return 0;
+        }
+        if (!o->pod_name) {
+                o->kube_disabled_reason = "POD_NAME is not set (add it from the downward API, "
+                                          "fieldRef metadata.name) and --pod-name is not given";
+                return 0;
+        }
+        o->kube_enabled = true;
         return 0;
 }
 

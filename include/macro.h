@@ -16,6 +16,7 @@
 #define _unused_             __attribute__((unused))
 #define _printf_(a, b)       __attribute__((format(printf, a, b)))
 #define _warn_unused_result_ __attribute__((warn_unused_result))
+#define _fallthrough_        __attribute__((fallthrough))
 
 #define ELEMENTSOF(x)        (sizeof(x) / sizeof((x)[0]))
 

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kubeproto.h"
 #include "state.h"
 #include "strbuf.h"
 
@@ -69,6 +70,10 @@ typedef struct MetricsCounters {
         const char *version;    /* borrowed, e.g. PACKAGE_VERSION; NULL renders "unknown" */
         bool has_process;       /* process is filled (process_stats_read() succeeded) */
         ProcessStats process;
+        /* The pod condition; kube NULL when it is not kept (--kube off). */
+        const KubeStats *kube;  /* borrowed */
+        bool condition_synced;  /* the pod says what the agent says */
+        bool condition_stopped; /* the pod is gone: no more writes */
 } MetricsCounters;
 
 /* The watch modes aicr_enroot_agent_watch_mode{mode} always lists (0 or 1). */
@@ -85,6 +90,8 @@ int metrics_render(StrBuf *out, const Report *r, const MetricsCounters *c);
  *   {"pod", "evaluated", "evaluated_at", "desired_version",
  *    "observable": {"desired", "running"},
  *    "agent": {"version", "watch_mode", "evaluations": {TRIGGER: n}},
+ *    "kube": {"condition_synced", "stopped", "last_success",
+ *             "requests": [{"verb", "code", "count"}]},       (only when kept)
  *    "files": [{"key", "running_path", "state", "since", "detail",
  *               "superseded", "mount_version",
  *               "sha256": {"desired", "running"},   (null for a side not read)

@@ -11,15 +11,21 @@
 
 #include "macro.h"
 
-#define OPTIONS_MAX_FILES                32u
+#define OPTIONS_MAX_FILES                  32u
 /* kubelet's limit on a ConfigMap key (a DNS subdomain-like name). */
-#define OPTIONS_MAX_KEY_LENGTH           253u
-#define OPTIONS_MAX_PATH_LENGTH          4096u
-#define OPTIONS_MAX_RESYNC_SECONDS       86400u
-#define OPTIONS_DEFAULT_RESYNC_SECONDS   60u
-#define OPTIONS_DEFAULT_POLL_SECONDS     5u
-#define OPTIONS_DEFAULT_LISTEN           ":9100"
-#define OPTIONS_DEFAULT_CHECK_TIMEOUT_MS 1000u
+#define OPTIONS_MAX_KEY_LENGTH             253u
+#define OPTIONS_MAX_PATH_LENGTH            4096u
+#define OPTIONS_MAX_RESYNC_SECONDS         86400u
+#define OPTIONS_DEFAULT_RESYNC_SECONDS     60u
+#define OPTIONS_DEFAULT_POLL_SECONDS       5u
+#define OPTIONS_DEFAULT_LISTEN             ":9100"
+#define OPTIONS_DEFAULT_CHECK_TIMEOUT_MS   1000u
+#define OPTIONS_DEFAULT_SERVICEACCOUNT_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+/* Kubernetes names: a pod name is a DNS subdomain, a namespace a DNS label. */
+#define OPTIONS_MAX_POD_NAME_LENGTH        253u
+#define OPTIONS_MAX_NAMESPACE_LENGTH       63u
+#define OPTIONS_MAX_UID_LENGTH             128u
+#define OPTIONS_MAX_URL_LENGTH             2048u
 
 typedef enum AgentAction {
         ACTION_DAEMON,       /* watch and serve (the default) */
@@ -28,6 +34,12 @@ typedef enum AgentAction {
         ACTION_HELP,
         ACTION_VERSION,
 } AgentAction;
+
+typedef enum KubeMode {
+        KUBE_AUTO, /* on when KUBERNETES_SERVICE_HOST is set (in a pod) */
+        KUBE_ON,
+        KUBE_OFF,
+} KubeMode;
 
 typedef struct FileSpec {
         char *key;  /* ConfigMap key, e.g. "enroot.conf" */
@@ -48,6 +60,17 @@ typedef struct Options {
         bool require_current;        /* --check --require-current */
         uint64_t check_timeout_usec; /* --timeout MILLISECONDS for --check */
         int log_level;               /* --log-level (syslog level), default LOG_INFO */
+
+        /* The pod condition (DESIGN §6). */
+        KubeMode kube;            /* --kube auto|on|off */
+        char *kube_api;           /* --kube-api URL, else from KUBERNETES_SERVICE_HOST/_PORT */
+        char *serviceaccount_dir; /* --serviceaccount-dir: token, ca.crt, namespace */
+        char *condition_type;     /* --condition-type, default "EnrootConfigCurrent" */
+        char *pod_name;           /* --pod-name, else POD_NAME */
+        char *pod_namespace;      /* --pod-namespace, else POD_NAMESPACE, else the SA dir's */
+        char *pod_uid;            /* --pod-uid, else POD_UID, else learnt from the first read */
+        bool kube_enabled;        /* decided by options_apply_environment() */
+        const char *kube_disabled_reason; /* static: why auto mode stays off, or NULL */
 } Options;
 
 /* Parses argv (argv[0] is the program). On success fills *ret (owned by the
@@ -56,6 +79,15 @@ typedef struct Options {
  * -ENOMEM otherwise. */
 int options_parse(int argc, char **argv, Options *ret, char **ret_error);
 void options_done(Options *o);
+
+/* Reads what the options leave to the environment: POD_NAME, POD_NAMESPACE,
+ * POD_UID (the downward API) and KUBERNETES_SERVICE_HOST/_PORT (kubelet), and
+ * decides o->kube_enabled: --kube on requires an API address and a pod name;
+ * auto is on with both, and off (with o->kube_disabled_reason) when in a pod
+ * without POD_NAME. lookup is getenv() or a test's stand-in.
+ * Returns 0, or -EINVAL with *ret_error, -ENOMEM. */
+int options_apply_environment(Options *o, const char *(*lookup)(const char *name),
+                              char **ret_error);
 
 /* Checks what only matters for the daemon (--desired-dir given, ...).
  * Returns 0, or -EINVAL with *ret_error as for options_parse(). */

@@ -70,3 +70,66 @@ expect_same_settings() {
                 fail "$(basename "$file"):"$'\n'"--- file:"$'\n'"$(cat -A "$file")"$'\n'"--- reference:"$'\n'"$want"$'\n'"--- model:"$'\n'"$got"
         fi
 }
+
+# --- the daemon ----------------------------------------------------------------
+# A test that starts the agent sets: trap 'stop_agent; rm -rf "$WORK"' EXIT
+
+# publish FILE-CONTENT ENV-CONTENT: one kubelet update of the ConfigMap in
+# $cm (contents as printf %b takes them), through $WORK/src.
+publish() {
+        mkdir -p "$WORK/src"
+        printf '%b' "$1" >"$WORK/src/enroot.conf"
+        printf '%b' "$2" >"$WORK/src/99-aicr-defaults.env"
+        bash "$TOP_SRCDIR/tests/tools/atomic-writer.sh" "$cm" enroot.conf="$WORK/src/enroot.conf" \
+                99-aicr-defaults.env="$WORK/src/99-aicr-defaults.env" >/dev/null
+}
+
+AGENT_PID=
+# start_agent LOG ARGS...: starts the daemon on a kernel-chosen port, sets PORT
+start_agent() {
+        local log=$1
+        shift
+        AGENT_LOG=$log
+        "$AGENT" --listen 127.0.0.1:0 --log-level debug "$@" >"$log" 2>&1 &
+        AGENT_PID=$!
+        # generous: sanitizer builds under a loaded CI machine start slowly
+        for _ in $(seq 1 400); do
+                PORT=$(sed -n 's/.*Serving .* on 127\.0\.0\.1:\([0-9]*\)\..*/\1/p' "$log")
+                [ -n "$PORT" ] && break
+                kill -0 "$AGENT_PID" 2>/dev/null || break
+                sleep 0.05
+        done
+        [ -n "${PORT:-}" ] || { cat "$log" >&2; fail "the agent did not start: $*"; return 1; }
+        wait_for 20 "$AGENT" --check --listen "127.0.0.1:$PORT" ||
+                { cat "$log" >&2; fail "the agent never became ready: $*"; return 1; }
+}
+# stop_agent: SIGTERM, and the agent must exit 0: a sanitizer report (leaks at
+# exit included) or a crash makes it exit otherwise, and fails the test.
+stop_agent() {
+        local rc=0
+        [ -n "$AGENT_PID" ] || return 0
+        kill -TERM "$AGENT_PID" 2>/dev/null || true
+        wait "$AGENT_PID" 2>/dev/null || rc=$?
+        AGENT_PID=
+        if [ "$rc" -ne 0 ]; then
+                tail -20 "$AGENT_LOG" >&2
+                fail "the agent exited $rc after SIGTERM (log: $AGENT_LOG)"
+        fi
+}
+# wait_for SECONDS CMD...: until CMD succeeds
+wait_for() {
+        local limit=$1 i
+        shift
+        for i in $(seq 1 $((limit * 50))); do
+                "$@" >/dev/null 2>&1 && return 0
+                sleep 0.02
+        done
+        return 1
+}
+metric() { curl -sf "http://127.0.0.1:$PORT/metrics" | grep -v '^#' | grep -F -- "$1" | head -1 | awk '{print $NF}'; }
+metric_is() { [ "$(metric "$1")" = "$2" ]; }
+expect_metric() {
+        if wait_for 10 metric_is "$1" "$2"; then pass; else
+                fail "$1 is '$(metric "$1")', expected $2"
+        fi
+}

@@ -6,64 +6,14 @@
 . "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null || skip "curl is not installed (scripts/setup-deps.sh installs it)"
 command -v jq >/dev/null || skip "jq is not installed (scripts/setup-deps.sh installs it)"
-WRITER="$TOP_SRCDIR/tests/tools/atomic-writer.sh"
 SECRET=s3cr3t-value-never-shown
 
 cm=$WORK/cm
 root=$WORK/root
 mkdir -p "$cm" "$root/etc/enroot/environ.d" "$WORK/src"
 
-# publish FILE-CONTENT ENV-CONTENT: one kubelet update of the ConfigMap
-publish() {
-        printf '%b' "$1" >"$WORK/src/enroot.conf"
-        printf '%b' "$2" >"$WORK/src/99-aicr-defaults.env"
-        bash "$WRITER" "$cm" enroot.conf="$WORK/src/enroot.conf" \
-                99-aicr-defaults.env="$WORK/src/99-aicr-defaults.env" >/dev/null
-}
-
-AGENT_PID=
-# start_agent LOG ARGS...: starts the daemon on a kernel-chosen port, sets PORT
-start_agent() {
-        local log=$1
-        shift
-        "$AGENT" --listen 127.0.0.1:0 --log-level debug "$@" >"$log" 2>&1 &
-        AGENT_PID=$!
-        # generous: sanitizer builds under a loaded CI machine start slowly
-        for _ in $(seq 1 400); do
-                PORT=$(sed -n 's/.*Serving .* on 127\.0\.0\.1:\([0-9]*\)\..*/\1/p' "$log")
-                [ -n "$PORT" ] && break
-                kill -0 "$AGENT_PID" 2>/dev/null || break
-                sleep 0.05
-        done
-        [ -n "${PORT:-}" ] || { cat "$log" >&2; fail "the agent did not start: $*"; return 1; }
-        wait_for 20 "$AGENT" --check --listen "127.0.0.1:$PORT" ||
-                { cat "$log" >&2; fail "the agent never became ready: $*"; return 1; }
-}
-stop_agent() {
-        [ -n "$AGENT_PID" ] || return 0
-        kill -TERM "$AGENT_PID" 2>/dev/null || true
-        wait "$AGENT_PID" 2>/dev/null || true
-        AGENT_PID=
-}
 trap 'stop_agent; rm -rf "$WORK"' EXIT
 
-# wait_for SECONDS CMD...: until CMD succeeds
-wait_for() {
-        local limit=$1 i
-        shift
-        for i in $(seq 1 $((limit * 50))); do
-                "$@" >/dev/null 2>&1 && return 0
-                sleep 0.02
-        done
-        return 1
-}
-metric() { curl -sf "http://127.0.0.1:$PORT/metrics" | grep -v '^#' | grep -F -- "$1" | head -1 | awk '{print $NF}'; }
-metric_is() { [ "$(metric "$1")" = "$2" ]; }
-expect_metric() {
-        if wait_for 10 metric_is "$1" "$2"; then pass; else
-                fail "$1 is '$(metric "$1")', expected $2"
-        fi
-}
 status() { curl -sf "http://127.0.0.1:$PORT/status"; }
 
 # --- the running files equal the ConfigMap: current -------------------------
@@ -260,6 +210,7 @@ SCRIPT
         ns_pid=$!
         wait_for 5 test -s "$WORK/subpath.pid"
         AGENT_PID=$(cat "$WORK/subpath.pid")
+        AGENT_LOG=$WORK/subpath.log
         wait_for 5 grep -q 'Serving' "$WORK/subpath.log"
         PORT=$(sed -n 's/.*Serving .* on 127\.0\.0\.1:\([0-9]*\)\..*/\1/p' "$WORK/subpath.log")
         expect_metric 'aicr_enroot_config_current ' 1
@@ -274,8 +225,12 @@ SCRIPT
         expect_metric 'aicr_enroot_config_superseded_mount{file="enroot.conf"}' 1
         [ "$(status | jq -r '.files[0].state')" = current ] && pass || fail "A-B-A state: $(status)"
         [ "$(status | jq -r '.files[0].mount_version')" != null ] && pass || fail "no mount version"
-        stop_agent
-        wait "$ns_pid" 2>/dev/null || true
+        # The agent is the wrapper's child: its exit status comes through the wrapper.
+        kill -TERM "$AGENT_PID"
+        AGENT_PID=
+        rc=0
+        wait "$ns_pid" || rc=$?
+        [ "$rc" = 0 ] && pass || { tail -20 "$WORK/subpath.log" >&2; fail "the agent exited $rc after SIGTERM"; }
 else
         echo "note: mount namespaces are not permitted here; the subPath bind-mount case is skipped" >&2
 fi

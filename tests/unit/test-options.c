@@ -37,6 +37,18 @@ static const ErrorRow error_rows[] = {
         {{"--log-level", "loud"}, "--log-level: \"loud\""},
         {{"--timeout", "0"}, "--timeout: \"0\" is not a number of milliseconds"},
         {{"--bogus"}, "unknown option --bogus"},
+        {{"--kube", "maybe"}, "--kube: \"maybe\" is not auto, on or off"},
+        {{"--kube-api", "http://10.0.0.1"}, "is not an https:// URL"},
+        {{"--kube-api", "https://"}, "is not https://HOST[:PORT]"},
+        {{"--kube-api", "https://h/api"}, "is not https://HOST[:PORT]"},
+        {{"--kube-api", "https://u@h"}, "is not https://HOST[:PORT]"},
+        {{"--serviceaccount-dir", "sa"}, "--serviceaccount-dir: \"sa\" is not an absolute path"},
+        {{"--condition-type", "Bad Type"}, "is not a qualified name"},
+        {{"--condition-type", "example.com/"}, "is not a qualified name"},
+        {{"--pod-name", "Worker"}, "--pod-name: \"Worker\" is not a valid pod name"},
+        {{"--pod-name", "-a"}, "--pod-name"},
+        {{"--pod-namespace", "a.b"}, "is not a valid namespace"},
+        {{"--pod-uid", "a b"}, "is not a valid UID"},
         {{"--desired-dir"}, "--desired-dir needs a value"},
         {{"extra"}, "unknown command or argument \"extra\""},
         {{"--check", "--check-config"}, "exclude each other"},
@@ -193,12 +205,153 @@ static void test_too_many_files(void **state) {
         assert_non_null(strstr(err, "more than 32 files"));
 }
 
+/* A stand-in environment for options_apply_environment(). */
+static const char *const *fake_env;
+static const char *lookup(const char *name) {
+        for (size_t i = 0; fake_env && fake_env[i]; i += 2)
+                if (streq(fake_env[i], name))
+                        return fake_env[i + 1];
+        return NULL;
+}
+
+typedef struct EnvRow {
+        const char *name;
+        const char *args[MAX_ARGS];
+        const char *env[12];
+        int ret;
+        bool enabled;
+        const char *api;     /* the resolved API URL, or NULL */
+        const char *pod;     /* pod name after the environment */
+        const char *message; /* the error, or the reason auto stays off */
+} EnvRow;
+
+static const EnvRow env_rows[] = {
+        {"auto outside a pod", {}, {}, 0, false, NULL, NULL, "not in a pod"},
+        {"auto in a pod",
+         {},
+         {"KUBERNETES_SERVICE_HOST", "10.96.0.1", "KUBERNETES_SERVICE_PORT", "443", "POD_NAME",
+          "w-0", "POD_NAMESPACE", "slurm", "POD_UID", "0b8c-11"},
+         0,
+         true,
+         "https://10.96.0.1:443",
+         "w-0",
+         NULL},
+        {"IPv6 service, default port",
+         {},
+         {"KUBERNETES_SERVICE_HOST", "fd00::1", "POD_NAME", "w-0"},
+         0,
+         true,
+         "https://[fd00::1]:443",
+         "w-0",
+         NULL},
+        {"auto in a pod without POD_NAME",
+         {},
+         {"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
+         0,
+         false,
+         "https://10.96.0.1:443",
+         NULL,
+         "POD_NAME is not set"},
+        {"options win over the environment",
+         {"--pod-name", "opt", "--kube-api", "https://api:6443"},
+         {"KUBERNETES_SERVICE_HOST", "10.96.0.1", "POD_NAME", "env"},
+         0,
+         true,
+         "https://api:6443",
+         "opt",
+         NULL},
+        {"off ignores everything",
+         {"--kube", "off"},
+         {"KUBERNETES_SERVICE_HOST", "10.96.0.1", "POD_NAME", "BAD NAME"},
+         0,
+         false,
+         NULL,
+         NULL,
+         NULL},
+        {"on without an API",
+         {"--kube", "on", "--pod-name", "p"},
+         {},
+         -EINVAL,
+         false,
+         NULL,
+         NULL,
+         "--kube on: the API server is unknown"},
+        {"on without a pod name",
+         {"--kube", "on"},
+         {"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
+         -EINVAL,
+         false,
+         NULL,
+         NULL,
+         "set POD_NAME"},
+        {"a bad POD_NAME is an error, not silence",
+         {},
+         {"KUBERNETES_SERVICE_HOST", "10.96.0.1", "POD_NAME", "Worker_0"},
+         -EINVAL,
+         false,
+         NULL,
+         NULL,
+         "(from $POD_NAME)"},
+        {"a bad service host",
+         {},
+         {"KUBERNETES_SERVICE_HOST", "a/b", "POD_NAME", "p"},
+         -EINVAL,
+         false,
+         NULL,
+         NULL,
+         "KUBERNETES_SERVICE_HOST/_PORT"},
+        {"empty values count as unset",
+         {},
+         {"KUBERNETES_SERVICE_HOST", "", "POD_NAME", ""},
+         0,
+         false,
+         NULL,
+         NULL,
+         "not in a pod"},
+};
+
+static void test_environment(void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(env_rows); i++) {
+                const EnvRow *row = &env_rows[i];
+                Options o = {};
+                char *err = NULL;
+                int r;
+
+                print_message("%s\n", row->name);
+                assert_int_equal(parse(row->args, &o, &err), 0);
+                fake_env = row->env;
+                r = options_apply_environment(&o, lookup, &err);
+                assert_int_equal(r, row->ret);
+                if (r < 0) {
+                        assert_non_null(err);
+                        assert_non_null(strstr(err, row->message));
+                        free(err);
+                        options_done(&o);
+                        continue;
+                }
+                assert_null(err);
+                assert_int_equal(o.kube_enabled, row->enabled);
+                if (row->api)
+                        assert_string_equal(o.kube_api, row->api);
+                else
+                        assert_null(o.kube_api);
+                if (row->pod)
+                        assert_string_equal(o.pod_name, row->pod);
+                if (row->message)
+                        assert_non_null(strstr(o.kube_disabled_reason, row->message));
+                else if (!row->enabled)
+                        assert_null(o.kube_disabled_reason);
+                options_done(&o);
+        }
+        fake_env = NULL;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_errors),         cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_everything),     cmocka_unit_test(test_check),
                 cmocka_unit_test(test_validate),       cmocka_unit_test(test_keys),
-                cmocka_unit_test(test_too_many_files),
+                cmocka_unit_test(test_too_many_files), cmocka_unit_test(test_environment),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,538 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <time.h>
+
+#include "fileio.h"
+#include "kube.h"
+#include "strbuf.h"
+
+struct KubeCall {
+        KubeClient *client;
+        KubeCall *prev, *next;
+        CURL *easy;
+        struct curl_slist *headers;
+        KubeVerb verb;
+        char *body_out; /* the request body (curl reads it in place) */
+        kube_line_t on_line;
+        kube_done_t on_done;
+        void *userdata;
+        StrBuf body;       /* the response, or the unread part of a stream */
+        size_t line_start; /* streaming: bytes of body already delivered */
+        char *retry_after; /* of the last header block */
+        bool too_large;    /* the response crossed KUBE_MAX_OBJECT_BYTES */
+        bool in_callback;  /* a callback of this call is running */
+        bool cancelled;    /* cancelled from inside its own callback */
+        char error[CURL_ERROR_SIZE];
+};
+
+struct KubeClient {
+        sd_event *event;
+        CURLM *multi;
+        sd_event_source *timer;
+        KubeCall *calls; /* in flight */
+        char *api_url, *ca_file, *token_file, *user_agent;
+        char *auth_header; /* "Authorization: Bearer ..." */
+        uint64_t token_read_usec;
+        KubeStats stats;
+};
+
+static uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+        (void) clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+/* ---------------------------------------------------------------------------
+ * The token */
+
+static int load_token(KubeClient *c) {
+        _cleanup_free_ char *data = NULL, *header = NULL;
+        size_t len;
+        int r;
+
+        r = read_file_at(AT_FDCWD, c->token_file, 0, KUBE_MAX_TOKEN_BYTES, &data, &len);
+        if (r < 0)
+                return r;
+        /* kubelet writes the token without a newline; a hand-made file may have one. */
+        while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r'))
+                data[--len] = '\0';
+        if (len == 0)
+                return -EBADMSG;
+        /* A header must not carry a line break or any other control byte. */
+        for (size_t i = 0; i < len; i++)
+                if ((unsigned char) data[i] <= ' ' || data[i] == 0x7f)
+                        return -EBADMSG;
+
+        if (asprintf(&header, "Authorization: Bearer %s", data) < 0)
+                return -ENOMEM;
+        c->token_read_usec = now_usec(CLOCK_MONOTONIC);
+        r = !c->auth_header || !streq(c->auth_header, header);
+        free(c->auth_header);
+        c->auth_header = TAKE_PTR(header);
+        return r;
+}
+
+int kube_client_reload_token(KubeClient *c) {
+        return load_token(c);
+}
+
+/* ---------------------------------------------------------------------------
+ * Statistics */
+
+static void count(KubeClient *c, KubeVerb verb, long code) {
+        KubeStats *s = &c->stats;
+
+        for (size_t i = 0; i < s->n_series; i++)
+                if (s->series[i].verb == verb && s->series[i].code == code) {
+                        s->series[i].count++;
+                        return;
+                }
+        if (s->n_series >= KUBE_MAX_STAT_SERIES) {
+                /* the last slot is the "other" bucket of every verb */
+                s->series[KUBE_MAX_STAT_SERIES] = (KubeStatSeries){
+                        .verb = verb,
+                        .code = -1,
+                        .count = s->series[KUBE_MAX_STAT_SERIES].count + 1,
+                };
+                s->n_series = KUBE_MAX_STAT_SERIES + 1;
+                return;
+        }
+        s->series[s->n_series++] = (KubeStatSeries){.verb = verb, .code = code, .count = 1};
+}
+
+const KubeStats *kube_client_stats(const KubeClient *c) {
+        return &c->stats;
+}
+
+/* ---------------------------------------------------------------------------
+ * Calls */
+
+static void call_unlink(KubeCall *call) {
+        KubeClient *c = call->client;
+
+        if (call->prev)
+                call->prev->next = call->next;
+        else if (c->calls == call)
+                c->calls = call->next;
+        if (call->next)
+                call->next->prev = call->prev;
+        call->prev = call->next = NULL;
+}
+
+static void call_free(KubeCall *call) {
+        if (!call)
+                return;
+        if (call->easy) {
+                (void) curl_multi_remove_handle(call->client->multi, call->easy);
+                curl_easy_cleanup(call->easy);
+        }
+        call_unlink(call);
+        curl_slist_free_all(call->headers);
+        free(call->body_out);
+        free(call->retry_after);
+        strbuf_done(&call->body);
+        free(call);
+}
+
+KubeCall *kube_call_cancel(KubeCall *call) {
+        if (!call)
+                return NULL;
+        if (call->in_callback) {
+                call->cancelled = true;
+                return NULL;
+        }
+        call_free(call);
+        return NULL;
+}
+
+static size_t on_curl_write(char *data, size_t size, size_t n, void *userdata) {
+        KubeCall *call = userdata;
+        size_t len = size * n;
+
+        /* A stream keeps only its undelivered tail: one event is capped, not the stream. */
+        if (call->body.len - call->line_start + len > KUBE_MAX_OBJECT_BYTES ||
+            strbuf_append(&call->body, data, len) < 0) {
+                call->too_large = true;
+                return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
+        }
+        return len;
+}
+
+static size_t on_curl_header(char *data, size_t size, size_t n, void *userdata) {
+        KubeCall *call = userdata;
+        size_t len = size * n;
+        static const char name[] = "retry-after:";
+
+        /* A new status line (after a 100 Continue or a redirect) starts a new block. */
+        if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+                free(call->retry_after);
+                call->retry_after = NULL;
+        } else if (len > sizeof name - 1 && len < 256 &&
+                   strncasecmp(data, name, sizeof name - 1) == 0) {
+                free(call->retry_after);
+                call->retry_after = strndup(data + sizeof name - 1, len - (sizeof name - 1));
+        }
+        return len;
+}
+
+/* Delivers the complete lines of a stream; the call may be cancelled meanwhile. */
+static void deliver_lines(KubeCall *call) {
+        KubeClient *c = call->client;
+
+        while (call->on_line && !call->cancelled) {
+                const char *start = strbuf_str(&call->body) + call->line_start;
+                const char *nl = memchr(start, '\n', call->body.len - call->line_start);
+                size_t len;
+
+                if (!nl)
+                        break;
+                len = (size_t) (nl - start);
+                call->line_start += len + 1;
+                if (len == 0)
+                        continue;
+                /* a streaming answer is a working server, long before it ends */
+                c->stats.last_success_usec = now_usec(CLOCK_REALTIME);
+                call->in_callback = true;
+                call->on_line(c, start, len, call->userdata);
+                call->in_callback = false;
+        }
+        if (call->cancelled)
+                return;
+        /* Keep the buffer small: drop what was delivered. */
+        if (call->line_start > 0 && call->line_start == call->body.len) {
+                strbuf_reset(&call->body);
+                call->line_start = 0;
+        } else if (call->line_start > 64u * 1024u) {
+                memmove(call->body.data, call->body.data + call->line_start,
+                        call->body.len - call->line_start + 1);
+                call->body.len -= call->line_start;
+                call->line_start = 0;
+        }
+}
+
+static int error_from_curl(CURLcode code) {
+        switch (code) {
+        case CURLE_OPERATION_TIMEDOUT:
+                return -ETIMEDOUT;
+        case CURLE_COULDNT_RESOLVE_HOST:
+                return -EHOSTUNREACH;
+        case CURLE_COULDNT_CONNECT:
+                return -ECONNREFUSED;
+        case CURLE_WRITE_ERROR:
+                return -EFBIG; /* only on_curl_write refuses */
+        case CURLE_OUT_OF_MEMORY:
+                return -ENOMEM;
+        case CURLE_PEER_FAILED_VERIFICATION:
+        case CURLE_SSL_CACERT_BADFILE:
+        case CURLE_SSL_CONNECT_ERROR:
+                return -EPROTO;
+        case CURLE_GOT_NOTHING:
+        case CURLE_RECV_ERROR:
+        case CURLE_SEND_ERROR:
+        case CURLE_PARTIAL_FILE:
+                return -ECONNRESET;
+        default:
+                return -EIO;
+        }
+}
+
+static void call_finish(KubeCall *call, CURLcode result) {
+        KubeClient *c = call->client;
+        KubeResponse r = {.error_detail = ""};
+        long status = 0;
+
+        (void) curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &status);
+        deliver_lines(call);
+        if (call->cancelled) {
+                call_free(call);
+                return;
+        }
+        if (result != CURLE_OK) {
+                /* A stream the server ended mid-line, or any transport failure. */
+                r.error = call->too_large ? -EFBIG : error_from_curl(result);
+                r.error_detail = call->error[0] ? call->error : curl_easy_strerror(result);
+                /* a stream that got its status line still counts under its code */
+                r.status = call->on_line ? status : 0;
+        } else
+                r.status = status;
+        count(c, call->verb, r.error < 0 && r.status == 0 ? 0 : r.status);
+        if (r.error == 0 && r.status >= 200 && r.status < 300)
+                c->stats.last_success_usec = now_usec(CLOCK_REALTIME);
+        r.body = call->on_line ? "" : strbuf_str(&call->body);
+        r.body_len = call->on_line ? 0 : call->body.len;
+        r.retry_after = call->retry_after;
+
+        call_unlink(call);
+        call->in_callback = true;
+        if (call->on_done)
+                call->on_done(c, &r, call->userdata);
+        call->in_callback = false;
+        call_free(call);
+}
+
+/* Runs after every curl_multi_socket_action(), outside libcurl. */
+static void dispatch(KubeClient *c) {
+        CURLMsg *msg;
+        int left;
+
+        /* Lines first: each dispatch may cancel any call, so restart the scan. */
+        for (bool again = true; again;) {
+                again = false;
+                for (KubeCall *call = c->calls; call; call = call->next) {
+                        bool pending =
+                                call->on_line && memchr(strbuf_str(&call->body) + call->line_start,
+                                                        '\n', call->body.len - call->line_start);
+                        if (!pending)
+                                continue;
+                        deliver_lines(call);
+                        if (call->cancelled) {
+                                call->cancelled = false;
+                                call_free(call);
+                        }
+                        again = true;
+                        break;
+                }
+        }
+
+        while ((msg = curl_multi_info_read(c->multi, &left))) {
+                KubeCall *call = NULL;
+
+                if (msg->msg != CURLMSG_DONE)
+                        continue;
+                if (curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **) &call) !=
+                            CURLE_OK ||
+                    !call)
+                        continue;
+                call_finish(call, msg->data.result);
+        }
+}
+
+/* ---------------------------------------------------------------------------
+ * libcurl inside sd-event */
+
+static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        KubeClient *c = userdata;
+        int action = 0, running;
+
+        if (revents & (EPOLLIN | EPOLLHUP))
+                action |= CURL_CSELECT_IN;
+        if (revents & EPOLLOUT)
+                action |= CURL_CSELECT_OUT;
+        if (revents & EPOLLERR)
+                action |= CURL_CSELECT_ERR;
+        (void) curl_multi_socket_action(c->multi, fd, action, &running);
+        dispatch(c);
+        return 0;
+}
+
+static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userdata, void *socketp) {
+        KubeClient *c = userdata;
+        sd_event_source *s = socketp;
+        uint32_t events = 0;
+        int r;
+
+        if (what == CURL_POLL_REMOVE) {
+                (void) sd_event_source_disable_unref(s);
+                (void) curl_multi_assign(c->multi, fd, NULL);
+                return 0;
+        }
+        if (what & CURL_POLL_IN)
+                events |= EPOLLIN;
+        if (what & CURL_POLL_OUT)
+                events |= EPOLLOUT;
+        if (s) {
+                r = sd_event_source_set_io_events(s, events);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(s, SD_EVENT_ON);
+        } else {
+                r = sd_event_add_io(c->event, &s, fd, events, on_io, c);
+                if (r >= 0) {
+                        (void) sd_event_source_set_description(s, "kube-socket");
+                        if (curl_multi_assign(c->multi, fd, s) != CURLM_OK) {
+                                (void) sd_event_source_disable_unref(s);
+                                r = -EIO;
+                        }
+                }
+        }
+        return r < 0 ? -1 : 0;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        KubeClient *c = userdata;
+        int running;
+
+        (void) curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        dispatch(c);
+        return 0;
+}
+
+static int on_curl_timer(CURLM *multi, long timeout_ms, void *userdata) {
+        KubeClient *c = userdata;
+        int r;
+
+        if (timeout_ms < 0)
+                return sd_event_source_set_enabled(c->timer, SD_EVENT_OFF) < 0 ? -1 : 0;
+        /* curl asks not to be called back from inside this callback: the loop
+         * runs on_timer on its next turn, even for 0 ms. */
+        r = sd_event_source_set_time_relative(c->timer, (uint64_t) timeout_ms * 1000u);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
+        return r < 0 ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Life cycle */
+
+KubeClient *kube_client_free(KubeClient *c) {
+        if (!c)
+                return NULL;
+        while (c->calls)
+                call_free(c->calls);
+        if (c->multi)
+                (void) curl_multi_cleanup(c->multi);
+        sd_event_source_disable_unref(c->timer);
+        sd_event_unref(c->event);
+        free(c->api_url);
+        free(c->ca_file);
+        free(c->token_file);
+        free(c->user_agent);
+        free(c->auth_header);
+        free(c);
+        return NULL;
+}
+
+int kube_client_new(sd_event *e, const KubeConfig *cfg, KubeClient **ret) {
+        _cleanup_(kube_client_freep) KubeClient *c = NULL;
+        int r;
+
+        /* Once per process; libcurl documents it as not thread-safe, and the
+         * agent has one thread. */
+        static bool curl_ready;
+        if (!curl_ready) {
+                if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+                        return -EIO;
+                curl_ready = true;
+        }
+
+        c = calloc(1, sizeof(KubeClient));
+        if (!c)
+                return -ENOMEM;
+        c->event = sd_event_ref(e);
+        c->api_url = strdup(cfg->api_url);
+        c->ca_file = strdup(cfg->ca_file);
+        c->token_file = strdup(cfg->token_file);
+        c->user_agent = strdup(cfg->user_agent ? cfg->user_agent : "aicr-enroot-agent");
+        if (!c->api_url || !c->ca_file || !c->token_file || !c->user_agent)
+                return -ENOMEM;
+
+        r = load_token(c);
+        if (r < 0)
+                return r;
+
+        r = sd_event_add_time_relative(e, &c->timer, CLOCK_MONOTONIC, 0, 0, on_timer, c);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(c->timer, "kube-timer");
+
+        c->multi = curl_multi_init();
+        if (!c->multi)
+                return -EIO;
+        if (curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket) != CURLM_OK ||
+            curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c) != CURLM_OK ||
+            curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer) != CURLM_OK ||
+            curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c) != CURLM_OK)
+                return -EIO;
+
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int kube_call_start(KubeClient *c, const KubeRequest *req, KubeCall **ret) {
+        _cleanup_free_ char *url = NULL, *content_type = NULL;
+        KubeCall *call;
+        bool ok = true;
+
+        /* Bound tokens rotate: never send one older than a minute. A failed
+         * re-read keeps the old token; a 401 will tell. */
+        if (now_usec(CLOCK_MONOTONIC) - c->token_read_usec >= KUBE_TOKEN_MAX_AGE_USEC)
+                (void) load_token(c);
+
+        if (asprintf(&url, "%s%s", c->api_url, req->path) < 0)
+                return -ENOMEM;
+        call = calloc(1, sizeof(KubeCall));
+        if (!call)
+                return -ENOMEM;
+        *call = (KubeCall){
+                .client = c,
+                .verb = req->verb,
+                .on_line = req->on_line,
+                .on_done = req->on_done,
+                .userdata = req->userdata,
+                .body = STRBUF_INIT(req->on_line ? KUBE_MAX_OBJECT_BYTES * 2u
+                                                 : KUBE_MAX_OBJECT_BYTES),
+        };
+        call->easy = curl_easy_init();
+        if (!call->easy) {
+                call_free(call);
+                return -EIO;
+        }
+        if (req->body) {
+                call->body_out = strdup(req->body);
+                if (!call->body_out ||
+                    asprintf(&content_type, "Content-Type: %s", strnull(req->content_type)) < 0) {
+                        call_free(call);
+                        return -ENOMEM;
+                }
+        }
+
+#define SET(opt, val) ok = ok && curl_easy_setopt(call->easy, opt, val) == CURLE_OK
+        SET(CURLOPT_URL, url);
+        SET(CURLOPT_PROTOCOLS_STR, "https");
+        SET(CURLOPT_CAINFO, c->ca_file);
+        SET(CURLOPT_SSL_VERIFYPEER, 1L);
+        SET(CURLOPT_SSL_VERIFYHOST, 2L);
+        SET(CURLOPT_NOSIGNAL, 1L);
+        SET(CURLOPT_TCP_KEEPALIVE, 1L);
+        SET(CURLOPT_CONNECTTIMEOUT_MS, (long) KUBE_CONNECT_TIMEOUT_MS);
+        SET(CURLOPT_TIMEOUT_MS, (long) (req->timeout_usec / 1000u));
+        SET(CURLOPT_USERAGENT, c->user_agent);
+        SET(CURLOPT_CUSTOMREQUEST, req->method);
+        SET(CURLOPT_WRITEFUNCTION, on_curl_write);
+        SET(CURLOPT_WRITEDATA, call);
+        SET(CURLOPT_HEADERFUNCTION, on_curl_header);
+        SET(CURLOPT_HEADERDATA, call);
+        SET(CURLOPT_ERRORBUFFER, call->error);
+        SET(CURLOPT_PRIVATE, (char *) call);
+        if (call->body_out) {
+                SET(CURLOPT_POSTFIELDS, call->body_out);
+                SET(CURLOPT_POSTFIELDSIZE, (long) strlen(call->body_out));
+        }
+#undef SET
+        call->headers = curl_slist_append(call->headers, c->auth_header);
+        if (call->headers)
+                call->headers = curl_slist_append(call->headers, "Accept: application/json");
+        if (call->headers && content_type)
+                call->headers = curl_slist_append(call->headers, content_type);
+        ok = ok && call->headers &&
+             curl_easy_setopt(call->easy, CURLOPT_HTTPHEADER, call->headers) == CURLE_OK;
+        if (!ok) {
+                call_free(call);
+                return -ENOMEM;
+        }
+
+        if (curl_multi_add_handle(c->multi, call->easy) != CURLM_OK) {
+                call_free(call);
+                return -EIO;
+        }
+        call->next = c->calls;
+        if (c->calls)
+                c->calls->prev = call;
+        c->calls = call;
+        if (ret)
+                *ret = call;
+        return 0;
+}

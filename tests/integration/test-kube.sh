@@ -1,0 +1,353 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# The pod condition end to end: the real agent against the fake API server
+# over TLS with a throwaway CA, a kubelet-style atomic writer, real inotify.
+# Checks what DESIGN §4 and §6 ask: the condition written at start and on
+# every change, other conditions untouched, zero writes at steady state,
+# re-assertion after an operator-style rewrite, Events on transitions, and
+# for each fault (401 after a token rotation, 403, 404, 409, 422, 429 with
+# Retry-After, 500, slow answers, dropped connections, closed and expired
+# watches): the condition converges once the fault clears, /metrics stays
+# served, and the request log shows no busy loop.
+. "$(dirname "$0")/lib.sh"
+
+command -v openssl >/dev/null || skip "openssl is not installed (scripts/setup-deps.sh installs it)"
+command -v curl >/dev/null || skip "curl is not installed (scripts/setup-deps.sh installs it)"
+command -v jq >/dev/null || skip "jq is not installed (scripts/setup-deps.sh installs it)"
+FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
+[ -x "$FAKE" ] || { echo "FAIL: $FAKE is not built" >&2; exit 1; }
+: "${TOP_SRCDIR:?run through make check}"
+
+SECRET=s3cr3t-value-never-shown
+NS=slurm
+UID0=0b8c0a52-6f0e-4c47-9a57-5d1f7e3c9a10
+TYPE=EnrootConfigCurrent
+cm=$WORK/cm
+root=$WORK/root
+sa=$WORK/sa
+mkdir -p "$cm" "$root/etc/enroot/environ.d" "$sa"
+
+fake_pid=
+stop_fake() {
+        [ -n "$fake_pid" ] || return 0
+        kill "$fake_pid" 2>/dev/null || true
+        wait "$fake_pid" 2>/dev/null || true
+        fake_pid=
+}
+trap 'stop_agent; stop_fake; rm -rf "$WORK"' EXIT
+
+bash "$TOP_SRCDIR/tests/tools/make-test-ca.sh" "$WORK/pki" >/dev/null ||
+        { echo "FAIL: make-test-ca.sh failed" >&2; exit 1; }
+cp "$WORK/pki/ca.crt" "$sa/ca.crt"
+echo "$NS" >"$sa/namespace"
+# The server's token file and the pod's projected token: rotated together.
+rotate_token() {
+        printf '%s' "$1" >"$WORK/server-token"
+        printf '%s' "$1" >"$sa/token.new" && mv "$sa/token.new" "$sa/token"
+}
+rotate_token token-1
+
+cat >"$WORK/pods.json" <<EOF
+{"items": [{"metadata": {"name": "worker-0", "namespace": "$NS", "uid": "$UID0",
+                         "resourceVersion": "100"},
+            "status": {"conditions": [
+              {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:01:00Z"},
+              {"type": "SlurmNodeStateIdle", "status": "True", "reason": "", "message": ""}]}}]}
+EOF
+
+start_fake() {
+        "$FAKE" --pods "$WORK/pods.json" --token-file "$WORK/server-token" \
+                --tls-cert "$WORK/pki/server.crt" --tls-key "$WORK/pki/server.key" \
+                --port 0 --control-port 0 >"$WORK/fake.out" 2>"$WORK/fake.err" &
+        fake_pid=$!
+        wait_for 10 grep -q '^control on' "$WORK/fake.out" ||
+                { cat "$WORK/fake.err" >&2; echo "FAIL: the fake API server did not start" >&2; exit 1; }
+        API=$(sed -n 's/^listening on //p' "$WORK/fake.out")
+        CTL=$(sed -n 's/^control on //p' "$WORK/fake.out")
+}
+
+# ctl METHOD PATH [BODY]: the fake's control port
+ctl() { curl -sf -X "$1" "$CTL$2" ${3:+-H 'Content-Type: application/json' --data-binary "$3"}; }
+pod_condition() { ctl GET /pods/worker-0 | jq -c --arg t "$TYPE" '.status.conditions[] | select(.type == $t)'; }
+condition_field() { pod_condition | jq -r ".$1"; }
+condition_is() { [ "$(condition_field status)/$(condition_field reason)" = "$1" ]; }
+expect_condition() { # STATUS/REASON [SECONDS]
+        if wait_for "${2:-10}" condition_is "$1"; then pass; else
+                fail "condition is '$(condition_field status)/$(condition_field reason)', expected $1"
+        fi
+}
+# requests [JQ-FILTER]: API requests logged since the last reset, one per line
+requests() { ctl GET /requests | jq -r ".[] | select(${1:-true}) | \"\(.method) \(.path) \(.status)\""; }
+count_requests() { requests "$1" | wc -l; }
+patches() { count_requests '.method == "PATCH"'; }
+reset_requests() { ctl POST /reset-requests >/dev/null; }
+fault() { ctl POST /faults "$1" >/dev/null; }
+other_conditions_survive() {
+        local types
+        types=$(ctl GET /pods/worker-0 | jq -r '[.status.conditions[].type] | sort | join(",")')
+        case "$types" in
+        *Ready*SlurmNodeState*) pass ;;
+        *) fail "other conditions lost: $types" ;;
+        esac
+}
+metrics_served() { # LABEL: /metrics answers within a second while the API misbehaves
+        if curl -sf -m 1 "http://127.0.0.1:$PORT/metrics" >/dev/null; then pass; else
+                fail "$1: /metrics is not served"
+        fi
+}
+kube_args() {
+        echo --desired-dir "$cm" --running-root "$root" --kube on --kube-api "$API" \
+                --serviceaccount-dir "$sa" --pod-name worker-0 --pod-uid "$UID0"
+}
+# drift / current: the ConfigMap moves away from or back to the running files
+make_current() { publish 'ENROOT_MOUNT_HOME=yes\n' 'NCCL_DEBUG=WARN\n'; }
+make_drift() { publish "ENROOT_MOUNT_HOME=${1:-no}\nhttps_proxy=http://u:$SECRET@p\n" 'NCCL_DEBUG=WARN\n'; }
+
+publish 'ENROOT_MOUNT_HOME=yes\n' 'NCCL_DEBUG=WARN\n'
+cp "$WORK/src/enroot.conf" "$root/etc/enroot/enroot.conf"
+cp "$WORK/src/99-aicr-defaults.env" "$root/etc/enroot/environ.d/99-aicr-defaults.env"
+start_fake
+
+# --- options ------------------------------------------------------------------
+expect_status 2 env -u KUBERNETES_SERVICE_HOST "$AGENT" --check-config --desired-dir "$cm" --kube on
+grep -q -- '--kube on: the API server is unknown' "$WORK/err" && pass || fail "--kube on without API: $(cat "$WORK/err")"
+expect_status 2 "$AGENT" --check-config --desired-dir "$cm" --kube on --kube-api "$API"
+grep -q 'POD_NAME' "$WORK/err" && pass || fail "--kube on without a pod name: $(cat "$WORK/err")"
+expect_status 2 "$AGENT" --check-config --desired-dir "$cm" --kube-api "http://127.0.0.1:1"
+grep -q 'not an https:// URL' "$WORK/err" && pass || fail "http API URL: $(cat "$WORK/err")"
+expect_status 2 "$AGENT" --check-config --desired-dir "$cm" --condition-type 'Bad Type'
+grep -q -- '--condition-type: "Bad Type" is not a qualified name' "$WORK/err" && pass || fail "condition type"
+expect_status 2 env POD_NAME=Worker_0 KUBERNETES_SERVICE_HOST=10.0.0.1 "$AGENT" --check-config --desired-dir "$cm"
+grep -q 'from \$POD_NAME' "$WORK/err" && pass || fail "bad POD_NAME: $(cat "$WORK/err")"
+expect_status 0 env POD_NAME=worker-0 POD_NAMESPACE=$NS KUBERNETES_SERVICE_HOST=fd00::1 KUBERNETES_SERVICE_PORT=6443 \
+        "$AGENT" --check-config --desired-dir "$cm"
+grep -q "Pod condition $TYPE on pod $NS/worker-0 through https://\[fd00::1\]:6443" "$WORK/out" && pass ||
+        fail "auto in a pod: $(cat "$WORK/out")"
+expect_status 0 env -u KUBERNETES_SERVICE_HOST "$AGENT" --check-config --desired-dir "$cm"
+grep -q 'No pod condition: not in a pod' "$WORK/out" && pass || fail "auto outside a pod: $(cat "$WORK/out")"
+# A missing token is a start-up error that names the file.
+expect_status 1 "$AGENT" --listen 127.0.0.1:0 $(kube_args) --serviceaccount-dir "$WORK/nowhere"
+grep -q "$WORK/nowhere/" "$WORK/err" && pass || fail "missing SA dir: $(cat "$WORK/err")"
+
+# --- start: the condition is written once, other conditions stay ------------
+reset_requests
+start_agent "$WORK/agent.log" $(kube_args) || { finish; exit 1; }
+expect_condition True/ConfigCurrent
+other_conditions_survive
+expect_metric 'aicr_enroot_agent_condition_synced ' 1
+wait_for 5 sh -c "curl -sf '$CTL/requests' | jq -e 'map(select(.watch)) | length == 1' >/dev/null" && pass ||
+        fail "no watch: $(requests)"
+[ "$(requests '.method == "GET" and (.watch | not)')" = "GET /api/v1/namespaces/$NS/pods/worker-0 200" ] && pass ||
+        fail "start-up GET: $(requests)"
+[ "$(patches)" = 1 ] && pass || fail "start-up patches: $(requests)"
+requests | grep -q "PATCH /api/v1/namespaces/$NS/pods/worker-0/status 200" && pass || fail "patch path"
+ctl GET /requests | jq -e '.[] | select(.method == "PATCH") | .content_type == "application/strategic-merge-patch+json" and .body.metadata.uid == "'$UID0'"' >/dev/null &&
+        pass || fail "the patch is not a strategic merge patch with the UID precondition"
+first_transition=$(condition_field lastTransitionTime)
+[ -n "$first_transition" ] && [ "$first_transition" != null ] && pass || fail "no lastTransitionTime"
+if "${PROMTOOL:-promtool}" check metrics < <(curl -sf "http://127.0.0.1:$PORT/metrics") >"$WORK/promtool" 2>&1 &&
+        [ ! -s "$WORK/promtool" ]; then pass; else fail "promtool: $(cat "$WORK/promtool")"; fi
+expect_metric 'aicr_enroot_agent_kube_requests_total{verb="patch",code="200"}' 1
+curl -sf "http://127.0.0.1:$PORT/status" | jq -e '.kube.condition_synced == true and .kube.stopped == false' >/dev/null &&
+        pass || fail "/status kube: $(curl -sf "http://127.0.0.1:$PORT/status" | jq -c .kube)"
+
+# --- steady state: no writes, also when re-evaluating --------------------------
+reset_requests
+kill -HUP "$AGENT_PID"
+ctl POST /bookmark >/dev/null
+sleep 1.5
+[ "$(count_requests '(.watch | not)')" = 0 ] && pass || fail "steady state made requests: $(requests)"
+
+# --- an operator-style rewrite drops the condition: re-asserted within 1 s -----
+reset_requests
+ctl POST /pods/worker-0/rewrite-conditions \
+        '[{"type":"Ready","status":"True"},{"type":"SlurmNodeStateDrain","status":"True","reason":"","message":"maintenance"}]' >/dev/null
+expect_condition True/ConfigCurrent 1
+ctl GET /pods/worker-0 | jq -e '.status.conditions[] | select(.type == "SlurmNodeStateDrain")' >/dev/null &&
+        pass || fail "the operator's condition was lost"
+sleep 0.5
+[ "$(patches)" = 1 ] && pass || fail "re-assertion patches: $(requests)"
+
+# --- drift: False with the keys, never values; an Event; back to True ----------
+reset_requests
+make_drift
+expect_condition False/ConfigDrifted
+condition_field message | grep -q 'ENROOT_MOUNT_HOME' && pass || fail "message: $(condition_field message)"
+pod_condition | grep -q "$SECRET" && fail "a value reached the condition" || pass
+[ "$(condition_field lastTransitionTime)" != "$first_transition" ] || [ "$first_transition" = "$(date -u +%FT%TZ)" ] &&
+        pass || fail "lastTransitionTime did not move with the status"
+wait_for 5 sh -c "curl -sf '$CTL/events' | jq -e '.[] | select(.reason == \"ConfigDrifted\" and .type == \"Warning\" and .involvedObject.uid == \"$UID0\")' >/dev/null" &&
+        pass || fail "no Warning Event: $(ctl GET /events)"
+ctl GET /events | grep -q "$SECRET" && fail "a value reached an Event" || pass
+other_conditions_survive
+drift_transition=$(condition_field lastTransitionTime)
+sleep 1.1 # a second later: a new transition time would show
+make_drift maybe # the message changes, the status does not
+wait_for 5 sh -c "curl -sf '$CTL/pods/worker-0' | grep -q 'changed: ENROOT_MOUNT_HOME'" || true
+[ "$(condition_field lastTransitionTime)" = "$drift_transition" ] && pass ||
+        fail "lastTransitionTime moved without a status change"
+make_current
+expect_condition True/ConfigCurrent
+wait_for 5 sh -c "curl -sf '$CTL/events' | jq -e '.[] | select(.reason == \"ConfigCurrent\" and .type == \"Normal\")' >/dev/null" &&
+        pass || fail "no Normal Event on the way back: $(ctl GET /events | jq -c '[.[] | .reason]')"
+[ "$(ctl GET /events | jq length)" = 2 ] && pass || fail "events: $(ctl GET /events | jq -c '[.[] | .reason]')"
+
+# --- 401 after a token rotation: re-read, one retry ------------------------------
+reset_requests
+rotate_token token-2
+make_drift
+expect_condition False/ConfigDrifted
+[ "$(requests '.method == "PATCH"' | awk '{print $3}' | tr '\n' ' ')" = "401 200 " ] && pass ||
+        fail "401 handling: $(requests)"
+expect_metric 'aicr_enroot_agent_kube_requests_total{verb="patch",code="401"}' 1
+
+# --- 500: backoff, then converges -------------------------------------------------
+reset_requests
+fault '{"match": {"method": "PATCH"}, "status": 500, "count": 3}'
+make_current
+metrics_served "500"
+expect_condition True/ConfigCurrent 15
+[ "$(patches)" = 4 ] && pass || fail "500 x3 then success: $(requests)"
+ctl GET /requests | jq -e '[.[] | select(.method == "PATCH") | .time] | (.[3] - .[0]) >= 1.4' >/dev/null &&
+        pass || fail "no backoff between 500s: $(ctl GET /requests | jq -c '[.[] | [.status, .time]]')"
+expect_metric 'aicr_enroot_agent_kube_requests_total{verb="patch",code="500"}' 3
+other_conditions_survive
+
+# --- 429 with Retry-After: waits that long ------------------------------------------
+reset_requests
+fault '{"match": {"method": "PATCH"}, "status": 429, "retry_after": 2, "count": 1}'
+make_drift
+expect_condition False/ConfigDrifted 10
+ctl GET /requests | jq -e '[.[] | select(.method == "PATCH") | .time] | length == 2 and (.[1] - .[0]) >= 1.9' >/dev/null &&
+        pass || fail "Retry-After not honoured: $(ctl GET /requests | jq -c '[.[] | [.status, .time]]')"
+other_conditions_survive
+
+# --- 403: one log line naming the rule, slow retry, SIGHUP retries now ---------------
+reset_requests
+fault '{"match": {"method": "PATCH"}, "status": 403, "count": 100}'
+make_current
+wait_for 5 grep -q 'needs RBAC "patch on pods/status" in namespace slurm' "$WORK/agent.log" && pass ||
+        fail "403 log line: $(grep -i forbidden "$WORK/agent.log" | tail -2)"
+sleep 2
+metrics_served "403"
+[ "$(patches)" = 1 ] && pass || fail "403 retried fast: $(requests)"
+expect_metric 'aicr_enroot_agent_condition_synced ' 0
+ctl DELETE /faults >/dev/null
+kill -HUP "$AGENT_PID"
+expect_condition True/ConfigCurrent
+[ "$(grep -c 'needs RBAC' "$WORK/agent.log")" = 1 ] && pass || fail "403 logged more than once"
+other_conditions_survive
+
+# --- 409 (not the UID) and 422: logged, not repeated until the condition changes -----
+for code in 409 422; do
+        reset_requests
+        fault '{"match": {"method": "PATCH"}, "status": '$code', "count": 100}'
+        make_drift
+        sleep 2
+        [ "$(patches)" = 1 ] && pass || fail "$code looped: $(requests)"
+        ctl DELETE /faults >/dev/null
+        make_current # a new condition: tried again
+        expect_condition True/ConfigCurrent
+done
+other_conditions_survive
+
+# --- slow answers never hold /metrics; dropped connections back off ------------------
+reset_requests
+fault '{"match": {"method": "PATCH"}, "delay_ms": 3000, "count": 1}'
+make_drift
+sleep 0.5
+start=$(date +%s%N)
+metrics_served "slow answer"
+[ $((($(date +%s%N) - start) / 1000000)) -lt 500 ] && pass || fail "/metrics slow while the API is slow"
+expect_condition False/ConfigDrifted 10
+reset_requests
+# Three drops: libcurl silently retries a request whose reused connection
+# died, but not on a fresh one, so at least one reaches the agent.
+fault '{"match": {"method": "PATCH"}, "drop_connection": true, "count": 3}'
+make_current
+expect_condition True/ConfigCurrent 15
+[ "$(patches)" = 4 ] && pass || fail "dropped connections: $(requests)"
+other_conditions_survive
+errors=$(metric 'aicr_enroot_agent_kube_requests_total{verb="patch",code="error"}' || true)
+[ "${errors:-0}" -ge 1 ] && pass || fail "transport errors not counted: '$errors'"
+
+# --- the watch: closed streams resume from the resourceVersion; 410 reads again ---------
+reset_requests
+ctl POST /close-watches >/dev/null
+wait_for 5 sh -c "curl -sf '$CTL/requests' | jq -e 'map(select(.watch and (.query | test(\"resourceVersion=[1-9]\")))) | length >= 1' >/dev/null" &&
+        pass || fail "no resumed watch: $(ctl GET /requests | jq -c .)"
+[ "$(count_requests '.method == "GET" and (.watch | not)')" = 0 ] && pass || fail "a closed watch re-read the pod"
+# The pod changes while the agent's watch is down, and the history is
+# compacted: resuming gets 410 Gone, so the agent reads the pod again.
+reset_requests
+fault '{"match": {"watch": true}, "status": 500, "count": 1}'
+ctl POST /close-watches >/dev/null
+sleep 0.2 # the agent's next watch got 500 and waits half a second or more
+ctl POST /pods/worker-0/rewrite-conditions '[{"type":"Ready","status":"True"}]' >/dev/null
+ctl POST /compact >/dev/null
+expect_condition True/ConfigCurrent 10
+requests | grep -q "^GET /api/v1/namespaces/$NS/pods/worker-0 200" && pass || fail "410 did not re-read the pod: $(requests)"
+# Watch failures back off too.
+reset_requests
+fault '{"match": {"watch": true}, "status": 500, "count": 3}'
+ctl POST /close-watches >/dev/null
+sleep 2
+[ "$(count_requests '.watch')" -le 3 ] && pass || fail "watch retries busy-loop: $(requests)"
+wait_for 15 sh -c "curl -sf '$CTL/requests' | jq -e 'map(select(.watch and .status == 200)) | length >= 1' >/dev/null" ||
+        sleep 0 # an open watch is logged only when it ends
+ctl POST /pods/worker-0/rewrite-conditions '[{"type":"Ready","status":"True"}]' >/dev/null
+expect_condition True/ConfigCurrent 20
+
+# --- Events are rate-limited: quick flips do not flood the pod's Events --------------
+before=$(ctl GET /events | jq length)
+for _ in 1 2 3; do
+        make_drift
+        expect_condition False/ConfigDrifted
+        make_current
+        expect_condition True/ConfigCurrent
+done
+sleep 0.5
+after=$(ctl GET /events | jq length)
+# The burst of 3 was spent above; at one per 30 s at most one more fits.
+[ $((after - before)) -le 2 ] && pass || fail "$((after - before)) Events for 6 quick transitions"
+
+# --- 404 and the UID precondition: the pod is gone, nothing more is written ------------
+reset_requests
+fault '{"match": {"method": "PATCH"}, "status": 409, "reason": "Conflict", "message": "Precondition failed: UID in precondition: '$UID0', UID in object meta: 11111111-2222-3333-4444-555555555555", "count": 1}'
+make_drift
+wait_for 5 grep -q 'Pod slurm/worker-0 was replaced (the UID precondition failed): the agent stops writing' "$WORK/agent.log" &&
+        pass || fail "UID conflict: $(tail -3 "$WORK/agent.log")"
+make_current
+sleep 1
+[ "$(patches)" = 1 ] && pass || fail "wrote after the pod was replaced: $(requests)"
+expect_metric 'aicr_enroot_agent_condition_synced ' 0
+metrics_served "stopped"
+curl -sf "http://127.0.0.1:$PORT/status" | jq -e '.kube.stopped == true' >/dev/null && pass || fail "/status stopped"
+stop_agent
+
+# A replacement pod with the same name: the old agent never writes to it.
+reset_requests
+start_agent "$WORK/agent2.log" $(kube_args) || { finish; exit 1; }
+expect_condition True/ConfigCurrent
+ctl POST /pods '{"metadata": {"name": "worker-0", "namespace": "'$NS'", "uid": "99999999-8888-7777-6666-555555555555"}, "status": {"conditions": [{"type": "Ready", "status": "False"}]}}' >/dev/null
+wait_for 5 grep -q 'Pod slurm/worker-0 \(was deleted\|was replaced\)' "$WORK/agent2.log" && pass ||
+        fail "replacement not noticed: $(tail -3 "$WORK/agent2.log")"
+make_drift
+sleep 1
+[ -z "$(pod_condition)" ] && pass || fail "the replacement pod got a condition: $(pod_condition)"
+stop_agent
+
+# 404 on the first read: gone; the agent keeps serving.
+ctl DELETE /pods/worker-0 >/dev/null
+start_agent "$WORK/agent3.log" $(kube_args) || { finish; exit 1; }
+wait_for 5 grep -q 'Pod slurm/worker-0 is gone (404 Not Found)' "$WORK/agent3.log" && pass ||
+        fail "404: $(tail -3 "$WORK/agent3.log")"
+metrics_served "404"
+stop_agent
+
+# No busy loop anywhere: the fake saw a bounded number of requests in all.
+total=$(ctl GET /state | jq -r '.requests // empty')
+[ -z "$total" ] || [ "$total" -lt 200 ] && pass || fail "$total API requests in all"
+grep -q "$SECRET" "$WORK/agent.log" "$WORK/agent2.log" && fail "a value reached the log" || pass
+
+finish
