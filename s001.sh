@@ -1,1 +1,0 @@
-ENROOT_MOUNT_HOME=yes

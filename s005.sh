@@ -1,3 +1,0 @@
-K ${XDG_DATA_HOME}/e
-K $HOME/$(id -u)
-K ${T:-/tmp}

@@ -1,1 +1,0 @@
-K $(case x in a) b;; esac)

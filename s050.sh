@@ -1,1 +1,0 @@
-K a 2>/dev/null >&2 <f <<<w

@@ -1,1 +1,0 @@
-K if then fi { } !

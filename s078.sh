@@ -1,1 +1,0 @@
-if a; then b; elif c; then d; else e; fi

@@ -1,1 +1,0 @@
-while a; do b; done

@@ -1,3 +1,0 @@
-for i in a b; do c; done
-for i; do c; done
-for i do c; done

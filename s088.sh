@@ -1,1 +1,0 @@
-select i in a; do b; done

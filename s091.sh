@@ -1,2 +1,0 @@
-case x in
-a) b;;

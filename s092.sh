@@ -1,1 +1,0 @@
-case x in if) ;; esac

@@ -1,3 +1,0 @@
-f() { a; }
-function g { a; }
-function h () ( a )

@@ -1,4 +1,0 @@
-a=(b
-c # d
-)
-declare e=(f)

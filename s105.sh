@@ -1,4 +1,0 @@
-cat <<EOF
-"
-EOF
-fi

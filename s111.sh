@@ -1,6 +1,0 @@
-cat <<A <<B
-a
-A
-b
-B
-fi
