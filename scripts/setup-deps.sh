@@ -18,7 +18,12 @@ packages=(
         clang libclang-rt-14-dev # ASan/UBSan and libFuzzer runtimes
         llvm                     # llvm-symbolizer: sanitizer reports with file:line
         prometheus               # for promtool, which checks the metrics output
+        nodejs                   # the offline checks of container/kubernetes/
+        systemd                  # systemd-analyze verify/security on the unit
 )
+# npm installs the manifest checks' packages (scripts/setup-node-deps.sh). A
+# nodejs from outside Debian brings its own npm and conflicts with Debian's.
+command -v npm >/dev/null || packages+=(npm)
 
 # dpkg-query prints the installed ones and complains about the unknown ones.
 installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${packages[@]}" 2>/dev/null |

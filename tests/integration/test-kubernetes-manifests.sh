@@ -1,0 +1,173 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# container/kubernetes/ validated offline, as CI can: tests/kubernetes/
+# validate-manifests.js (kubernetes-models schemas, strict about unknown
+# fields; Pod Security "restricted" for the agent container where its mode
+# allows; the files agree with each other, with the Containerfile and with the
+# metrics the real binary exports), then `promtool check rules` and
+# `promtool test rules` on the PrometheusRule's groups. Broken copies of the
+# manifests must be rejected, so a check that lets everything through fails.
+#
+# The npm packages are installed by scripts/setup-node-deps.sh into .cache/node
+# of the source tree (git-ignored) when it is writable, else into a temporary
+# directory; AICR_NODE_DEPS overrides.
+. "$(dirname "$0")/lib.sh"
+started=$SECONDS
+
+manifests=$TOP_SRCDIR/container/kubernetes
+validator=$TOP_SRCDIR/tests/kubernetes/validate-manifests.js
+for c in node npm curl flock jq; do
+        command -v "$c" >/dev/null || skip "$c is missing (scripts/setup-deps.sh installs it)"
+done
+tool=${PROMTOOL:-$(command -v promtool || true)}
+[ -n "$tool" ] || skip "promtool is not installed (scripts/setup-deps.sh installs prometheus)"
+
+deps=${AICR_NODE_DEPS:-}
+if [ -z "$deps" ]; then
+        if mkdir -p "$TOP_SRCDIR/.cache/node" 2>/dev/null && [ -w "$TOP_SRCDIR/.cache/node" ]; then
+                deps=$TOP_SRCDIR/.cache/node
+        else
+                deps=$WORK/node # a read-only source tree (make distcheck)
+        fi
+fi
+mkdir -p "$deps"
+if ! flock "$deps/.lock" bash "$TOP_SRCDIR/scripts/setup-node-deps.sh" "$deps" >"$WORK/npm.log" 2>&1; then
+        if grep -qE 'ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|network' "$WORK/npm.log"; then
+                skip "the npm registry cannot be reached: $(grep -m1 -E 'ENOTFOUND|EAI_AGAIN|ECONN|ETIMEDOUT|ENETUNREACH|network' "$WORK/npm.log")"
+        fi
+        cat "$WORK/npm.log" >&2
+        fail "scripts/setup-node-deps.sh failed"
+        finish
+fi
+
+# The image's entry point, which the exec probes must name.
+entry=$(sed -n 's/^ENTRYPOINT[[:space:]]*\["\([^"]*\)".*/\1/p' "$TOP_SRCDIR/container/Containerfile" | tail -n 1)
+[ -n "$entry" ] || { fail "container/Containerfile has no ENTRYPOINT"; finish; }
+
+# What the real binary exports, for the alert rules' metric and label names.
+cm=$WORK/cm
+root=$WORK/root
+mkdir -p "$cm" "$root/etc/enroot/environ.d"
+bash "$TOP_SRCDIR/tests/tools/atomic-writer.sh" "$cm" \
+        enroot.conf="$TOP_SRCDIR/examples/configmap/enroot.conf" \
+        99-aicr-defaults.env="$TOP_SRCDIR/examples/configmap/99-aicr-defaults.env" >/dev/null
+cp "$TOP_SRCDIR/examples/running/enroot.conf" "$root/etc/enroot/"
+cp "$TOP_SRCDIR/examples/running/99-aicr-defaults.env" "$root/etc/enroot/environ.d/"
+"$AGENT" --desired-dir "$cm" --running-root "$root" --listen 127.0.0.1:0 >"$WORK/agent.log" 2>&1 &
+agent_pid=$!
+trap 'kill "$agent_pid" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$WORK"' EXIT
+port=
+for _ in $(seq 1 400); do
+        port=$(sed -n 's/.*Serving .* on 127\.0\.0\.1:\([0-9]*\)\..*/\1/p' "$WORK/agent.log")
+        [ -n "$port" ] && break
+        kill -0 "$agent_pid" 2>/dev/null || break
+        sleep 0.05
+done
+[ -n "$port" ] || { cat "$WORK/agent.log" >&2; fail "the agent did not start"; finish; }
+for _ in $(seq 1 200); do
+        "$AGENT" --check --listen "127.0.0.1:$port" >/dev/null 2>&1 && break
+        sleep 0.05
+done
+curl -sf "http://127.0.0.1:$port/metrics" >"$WORK/metrics.txt" && pass || fail "no /metrics from the agent"
+kill "$agent_pid"
+wait "$agent_pid" 2>/dev/null || true
+
+# validate DIR: the validator on DIR, its output in $WORK/validate.out.
+validate() {
+        node "$validator" --deps "$deps" --dir "$1" --entrypoint "$entry" \
+                --metrics "$WORK/metrics.txt" --out "$WORK/rules" >"$WORK/validate.out" 2>&1
+}
+
+# --- the manifests as shipped --------------------------------------------------------
+rc=0
+validate "$manifests" || rc=$?
+while IFS= read -r line; do
+        case $line in
+        "ok - "*) pass ;;
+        "not ok - "*) fail "${line#not ok - }" ;;
+        *) fail "validate-manifests.js: $line" ;;
+        esac
+done <"$WORK/validate.out"
+[ "$rc" -eq 0 ] && pass || fail "validate-manifests.js exited $rc"
+printf '%s: %d manifest checks\n' "$TEST_NAME" "$(grep -c '^ok - ' "$WORK/validate.out" || true)"
+
+if out=$("$tool" check rules "$WORK/rules/prometheusrule.rules.yaml" 2>&1); then
+        pass
+else
+        fail "promtool check rules: $out"
+fi
+cp "$TOP_SRCDIR/tests/kubernetes/prometheusrule.test.yaml" "$WORK/rules/"
+if out=$(cd "$WORK/rules" && "$tool" test rules prometheusrule.test.yaml 2>&1); then
+        pass
+else
+        fail "promtool test rules: $out"
+fi
+
+# --- the real binary accepts the command lines the values files give it --------------
+# As in a pod: the downward API's variables and the API server's address.
+if "$AGENT" --help 2>&1 | grep -q -- '--kube '; then
+        while IFS= read -r cmd; do
+                what=$(jq -r .what <<<"$cmd")
+                mapfile -t args < <(jq -r '.args[]' <<<"$cmd")
+                case $(jq -r .kind <<<"$cmd") in
+                daemon)
+                        # --check-config: only the options, nothing is opened
+                        env POD_NAME=slinky-0 POD_NAMESPACE=slurm POD_UID=0f0f0f0f-0000-4000-8000-000000000000 \
+                                KUBERNETES_SERVICE_HOST=10.96.0.1 KUBERNETES_SERVICE_PORT=443 \
+                                "$AGENT" "${args[@]}" --check-config >"$WORK/out" 2>&1 && pass ||
+                                fail "$what are refused: $(cat "$WORK/out")"
+                        ;;
+                probe)
+                        # nothing listens in this test: not ready (1), never a usage error (2)
+                        rc=0
+                        "$AGENT" "${args[@]}" >"$WORK/out" 2>&1 || rc=$?
+                        [ "$rc" -eq 1 ] && pass || fail "$what exits $rc here, expected 1 (not ready): $(cat "$WORK/out")"
+                        ;;
+                esac
+        done < <(jq -c '.[]' "$WORK/rules/commands.json")
+        [ -s "$WORK/rules/commands.json" ] && pass || fail "no command lines from the values files"
+else
+        echo "note: this agent has no --kube option yet: the values files' command lines were not run" >&2
+fi
+
+# --- broken copies are rejected --------------------------------------------------------
+# reject WHAT EXPECTED-LINE FILE SED-SCRIPT: a copy of the manifests with FILE
+# edited by SED-SCRIPT must fail with a line containing EXPECTED-LINE.
+reject() {
+        local what=$1 want=$2 file=$3 script=$4 bad=$WORK/bad
+        rm -rf "$bad"
+        cp -r "$manifests" "$bad"
+        sed -i "$script" "$bad/$file"
+        if cmp -s "$manifests/$file" "$bad/$file"; then
+                fail "reject $what: the edit changed nothing"
+                return
+        fi
+        if validate "$bad"; then
+                fail "a copy with $what passes validation"
+        elif grep -q "^not ok - .*$want" "$WORK/validate.out"; then
+                pass
+        else
+                fail "a copy with $what fails, but not with '$want': $(grep '^not ok' "$WORK/validate.out" | head -3)"
+        fi
+}
+reject "a misspelt field" "has no field the schema does not know" \
+        slinky-slurm-values.yaml '0,/serviceAccountName:/s/serviceAccountName:/serviceAccount_Name:/'
+reject "a wrongly typed field" "passes the Pod schema" \
+        slinky-slurm-values.yaml '0,/runAsUser: 65532/s/runAsUser: 65532/runAsUser: nobody/'
+reject "privilege escalation" 'meets Pod Security "restricted"' \
+        slinky-slurm-values.yaml '0,/allowPrivilegeEscalation: false/s/allowPrivilegeEscalation: false/allowPrivilegeEscalation: true/'
+reject "a capability too many" "the only departures from" \
+        slinky-slurm-values-target-process.yaml '0,/add: \[SYS_PTRACE\]/s/add: \[SYS_PTRACE\]/add: [SYS_PTRACE, SYS_ADMIN]/'
+reject "a verb too many" "nothing else" \
+        rbac.yaml 's/verbs: \[get, watch\]/verbs: [get, watch, list]/'
+reject "a YAML 1.1 boolean" "reads the same as YAML 1.1" \
+        slinky-slurm-values.yaml '0,/readOnly: true/s/readOnly: true/readOnly: yes/'
+reject "a metric the agent does not export" "is a metric the agent exports" \
+        prometheusrule.yaml 's/aicr_enroot_config_drift_start_timestamp_seconds/aicr_enroot_config_drift_started/'
+reject "a state the agent does not report" "is a series the agent exports" \
+        prometheusrule.yaml 's/state="invalid"/state="broken"/'
+reject "a port the PodMonitor does not scrape" "scrapes the agent's named port" \
+        podmonitor.yaml 's/port: agent-metrics/port: metrics/'
+
+printf '%s: %ss\n' "$TEST_NAME" "$((SECONDS - started))"
+finish

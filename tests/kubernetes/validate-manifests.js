@@ -1,0 +1,549 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Offline validation of container/kubernetes/: every file parses (and reads
+// the same as YAML 1.1, the way Helm reads it), every object passes the
+// Kubernetes (or prometheus-operator) schema with no field the schema does not
+// know, the Helm values' podSpec fragments pass as a Pod, the agent container
+// meets Pod Security "restricted" where its mode allows and has exactly the
+// documented exceptions where it does not, and the files agree with each
+// other, with the Containerfile and with the metrics the real binary exports.
+// Writes the PrometheusRule's spec as rule files for promtool, and the command
+// lines the values files give the agent.
+//
+// Usage: node validate-manifests.js --deps DIR --dir DIR --entrypoint PATH
+//                                   --metrics FILE --out DIR
+//   --deps        where scripts/setup-node-deps.sh installed the packages
+//   --dir         the manifests (container/kubernetes)
+//   --entrypoint  the image's ENTRYPOINT (from container/Containerfile)
+//   --metrics     a /metrics answer of the real agent
+//   --out         receives prometheusrule.rules.yaml (the spec),
+//                 prometheusrule.bare.rules.yaml (without annotations, for
+//                 promtool test rules) and commands.json (the agent's
+//                 arguments and its probe's, from each values file, for the
+//                 real binary to check)
+// Prints "ok - CHECK" or "not ok - CHECK: WHY" per check; exits 1 when any
+// failed, 2 on a usage error.
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+const { createRequire } = require('module');
+
+const opts = {};
+for (let i = 2; i < process.argv.length; i += 2) {
+        const key = process.argv[i].replace(/^--/, '');
+        if (!['deps', 'dir', 'entrypoint', 'metrics', 'out'].includes(key) || i + 1 >= process.argv.length) {
+                console.error(`validate-manifests: bad argument ${process.argv[i]}`);
+                process.exit(2);
+        }
+        opts[key] = process.argv[i + 1];
+}
+for (const key of ['deps', 'dir', 'entrypoint', 'metrics', 'out']) {
+        if (!opts[key]) {
+                console.error(`validate-manifests: --${key} is required`);
+                process.exit(2);
+        }
+}
+
+const depsRequire = createRequire(path.join(path.resolve(opts.deps), 'package.json'));
+const YAML = depsRequire('yaml');
+const core = depsRequire('kubernetes-models/v1');
+const rbac = depsRequire('kubernetes-models/rbac.authorization.k8s.io/v1');
+const monitoring = depsRequire('@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1');
+
+// --- reporting -----------------------------------------------------------------
+let failures = 0;
+function check(ok, what, why) {
+        if (ok) {
+                console.log(`ok - ${what}`);
+        } else {
+                failures++;
+                console.log(`not ok - ${what}${why ? `: ${why}` : ''}`);
+        }
+        return ok;
+}
+const clone = (x) => JSON.parse(JSON.stringify(x));
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+// --- what the files must agree on ----------------------------------------------
+// The Slinky facts (pod labels, the bundle's volume), the agent's interface
+// (its options' defaults, its metrics) and the names these files share.
+const SLINKY_INSTANCES = { nodesets: 'slinky-slurm-worker-slinky', loginsets: 'slinky-slurm-login-slinky' };
+const WORKLOAD = { nodesets: 'slurmd', loginsets: 'login' };
+const TARGET_PROCESS = { nodesets: 'slurmd', loginsets: 'sshd' };
+const ENROOT_VOLUME = 'enroot-config';
+const ENROOT_CONFIGMAP = 'slinky-slurm-enroot-config';
+const RUNNING_FILES = { 'enroot.conf': '/etc/enroot/enroot.conf', '99-aicr-defaults.env': '/etc/enroot/environ.d/99-aicr-defaults.env' };
+const AGENT = 'aicr-enroot-agent';
+const SA_DIR_DEFAULT = '/var/run/secrets/kubernetes.io/serviceaccount';
+const JOB = 'aicr-enroot-agent';
+const ROLE_RULES = [
+        { apiGroups: [''], resources: ['pods'], verbs: ['get', 'watch'] },
+        { apiGroups: [''], resources: ['pods/status'], verbs: ['patch'] },
+        { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+];
+// Metrics of the Kubernetes client, announced with its options; the binary's
+// own /metrics is used instead as soon as it exports them.
+const ANNOUNCED_METRICS = {
+        aicr_enroot_agent_kube_requests_total: ['verb', 'code'],
+        aicr_enroot_agent_condition_synced: [],
+        aicr_enroot_agent_kube_last_success_timestamp_seconds: [],
+};
+// Labels a scrape through podmonitor.yaml adds to every series.
+const TARGET_LABELS = ['job', 'namespace', 'pod', 'container', 'endpoint', 'instance', 'node', 'slurm_role'];
+// Series from other exporters the rules may use.
+const EXTERNAL_METRICS = ['up', 'kube_pod_container_status_restarts_total'];
+const VALUES_FILES = {
+        'slinky-slurm-values.yaml': { sidecar: 'native', mode: 'running-root' },
+        'slinky-slurm-values-plain-container.yaml': { sidecar: 'plain', mode: 'running-root' },
+        'slinky-slurm-values-target-process.yaml': { sidecar: 'native', mode: 'target-process' },
+};
+
+// --- parsing ---------------------------------------------------------------------
+function parseFile(file) {
+        const text = fs.readFileSync(file, 'utf8');
+        const name = path.basename(file);
+        const docs = YAML.parseAllDocuments(text, { uniqueKeys: true });
+        const problems = [];
+        for (const d of docs) {
+                for (const e of [...d.errors, ...d.warnings]) problems.push(e.message.split('\n')[0]);
+        }
+        if (!check(problems.length === 0, `${name} parses as YAML`, problems.join('; '))) return [];
+        const values = docs.map((d) => d.toJS()).filter((v) => v !== null && v !== undefined);
+        // Helm reads YAML 1.1, where yes/no/on/off are booleans and 0644 is octal.
+        const old = YAML.parseAllDocuments(text, { version: '1.1' })
+                .map((d) => d.toJS())
+                .filter((v) => v !== null && v !== undefined);
+        check(same(values, old), `${name} reads the same as YAML 1.1 (Helm)`, 'a scalar changes meaning: quote it');
+        return values;
+}
+
+// --- schema validation, strict ------------------------------------------------------
+// kubernetes-models validates types, formats and required fields, but like the
+// API's OpenAPI schema it lets unknown fields through (kubectl's strict field
+// validation would reject them). The compiled validators read every field
+// their schema defines: an object of which some fields were read and others
+// not holds fields the schema does not know.
+function validateStrict(Model, obj, what) {
+        const model = new Model(clone(obj));
+        const seen = new Map();
+        const wrap = (value, where) => {
+                if (value === null || typeof value !== 'object') return value;
+                if (!seen.has(value)) seen.set(value, { where, keys: new Set() });
+                return new Proxy(value, {
+                        get(target, key, receiver) {
+                                const v = Reflect.get(target, key, receiver);
+                                if (typeof key !== 'string') return v;
+                                seen.get(target).keys.add(key);
+                                return wrap(v, `${where}/${key}`);
+                        },
+                });
+        };
+        let error = '';
+        try {
+                model.validate.call(wrap(model, ''));
+        } catch (e) {
+                error = e.message;
+        }
+        check(error === '', `${what} passes the ${Model.kind || 'object'} schema`, error);
+        const unknown = [];
+        for (const [value, info] of seen) {
+                if (Array.isArray(value) || info.keys.size === 0) continue;
+                for (const key of Object.keys(value)) {
+                        if (!info.keys.has(key)) unknown.push(`${info.where}/${key}`);
+                }
+        }
+        check(unknown.length === 0, `${what} has no field the schema does not know`, unknown.join(', '));
+}
+
+// --- Pod Security Standards ------------------------------------------------------------
+// The checks of the "baseline" and "restricted" profiles (Kubernetes 1.30)
+// that apply to one container and the pod fields a podSpec fragment sets.
+// Returns the violations as short strings.
+const BASELINE_CAPS = ['AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD',
+        'NET_BIND_SERVICE', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT'];
+const RESTRICTED_VOLUMES = ['configMap', 'csi', 'downwardAPI', 'emptyDir', 'ephemeral', 'persistentVolumeClaim',
+        'projected', 'secret'];
+const SAFE_SYSCTLS = ['kernel.shm_rmid_forced', 'net.ipv4.ip_local_port_range', 'net.ipv4.ip_unprivileged_port_start',
+        'net.ipv4.tcp_syncookies', 'net.ipv4.ping_group_range', 'net.ipv4.ip_local_reserved_ports',
+        'net.ipv4.tcp_keepalive_time', 'net.ipv4.tcp_fin_timeout', 'net.ipv4.tcp_keepalive_intvl',
+        'net.ipv4.tcp_keepalive_probes'];
+function podSecurityViolations(podSpec, container) {
+        const v = [];
+        const psc = podSpec.securityContext || {};
+        const sc = container.securityContext || {};
+        // baseline
+        for (const f of ['hostNetwork', 'hostPID', 'hostIPC']) if (podSpec[f]) v.push(f);
+        if (sc.privileged) v.push('privileged');
+        const caps = (sc.capabilities && sc.capabilities.add) || [];
+        for (const c of caps) if (!BASELINE_CAPS.includes(c)) v.push(`capabilities.add ${c}`);
+        for (const vol of podSpec.volumes || []) if (vol.hostPath) v.push(`hostPath volume ${vol.name}`);
+        for (const p of container.ports || []) if (p.hostPort) v.push(`hostPort ${p.hostPort}`);
+        for (const ctx of [psc, sc]) {
+                if (ctx.appArmorProfile && !['RuntimeDefault', 'Localhost'].includes(ctx.appArmorProfile.type)) {
+                        v.push(`appArmorProfile ${ctx.appArmorProfile.type}`);
+                }
+                if (ctx.seLinuxOptions && (ctx.seLinuxOptions.user || ctx.seLinuxOptions.role)) v.push('seLinuxOptions user/role');
+                if (ctx.seccompProfile && ctx.seccompProfile.type === 'Unconfined') v.push('seccompProfile Unconfined');
+                if (ctx.windowsOptions && ctx.windowsOptions.hostProcess) v.push('windowsOptions.hostProcess');
+        }
+        if (sc.procMount && sc.procMount !== 'Default') v.push(`procMount ${sc.procMount}`);
+        for (const s of psc.sysctls || []) if (!SAFE_SYSCTLS.includes(s.name)) v.push(`sysctl ${s.name}`);
+        // restricted
+        for (const vol of podSpec.volumes || []) {
+                const type = Object.keys(vol).find((k) => k !== 'name');
+                if (!RESTRICTED_VOLUMES.includes(type)) v.push(`volume type ${type} (${vol.name})`);
+        }
+        if (sc.allowPrivilegeEscalation !== false) v.push('allowPrivilegeEscalation is not false');
+        const nonRoot = sc.runAsNonRoot !== undefined ? sc.runAsNonRoot : psc.runAsNonRoot;
+        if (nonRoot !== true) v.push('runAsNonRoot is not true');
+        const uid = sc.runAsUser !== undefined ? sc.runAsUser : psc.runAsUser;
+        if (uid === 0) v.push('runAsUser 0');
+        const seccomp = (sc.seccompProfile || psc.seccompProfile || {}).type;
+        if (!['RuntimeDefault', 'Localhost'].includes(seccomp)) v.push('seccompProfile is not RuntimeDefault or Localhost');
+        const drop = (sc.capabilities && sc.capabilities.drop) || [];
+        if (!drop.includes('ALL')) v.push('capabilities.drop lacks ALL');
+        for (const c of caps) if (c !== 'NET_BIND_SERVICE' && !v.includes(`capabilities.add ${c}`)) v.push(`capabilities.add ${c}`);
+        return v;
+}
+
+// --- quantities ---------------------------------------------------------------------------
+function quantity(q) {
+        const m = String(q).match(/^([0-9.]+)(m|k|M|G|Ki|Mi|Gi)?$/);
+        if (!m) return NaN;
+        const f = { m: 1e-3, k: 1e3, M: 1e6, G: 1e9, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 }[m[2]] || 1;
+        return parseFloat(m[1]) * f;
+}
+
+// --- the agent container in a values file ---------------------------------------------
+function argMap(args) {
+        const m = {};
+        for (const a of args || []) {
+                const [k, ...rest] = a.split('=');
+                m[k] = rest.join('=');
+        }
+        return m;
+}
+
+function checkAgent(file, set, podSpec, expect, shared) {
+        const where = `${file} ${set}`;
+        const list = expect.sidecar === 'native' ? podSpec.initContainers : podSpec.containers;
+        const agent = (list || []).find((c) => c.name === AGENT);
+        if (!check(agent, `${where}: the agent is in ${expect.sidecar === 'native' ? 'initContainers' : 'containers'}`)) return null;
+        if (expect.sidecar === 'native') {
+                check(agent.restartPolicy === 'Always', `${where}: the agent is a native sidecar (restartPolicy: Always)`);
+        } else {
+                check(agent.restartPolicy === undefined, `${where}: the plain container has no restartPolicy`);
+                check(!(podSpec.initContainers || []).some((c) => c.name === AGENT), `${where}: no second agent in initContainers`);
+        }
+        const args = argMap(agent.args);
+        const mounts = agent.volumeMounts || [];
+        const volumes = Object.fromEntries((podSpec.volumes || []).map((v) => [v.name, v]));
+        for (const m of mounts) check(volumes[m.name], `${where}: mount ${m.mountPath} refers to a volume of the podSpec`, m.name);
+
+        // the desired side: the whole directory
+        const desired = args['--desired-dir'];
+        check(desired, `${where}: --desired-dir is set`);
+        check(mounts.some((m) => m.name === ENROOT_VOLUME && m.mountPath === desired && !m.subPath && m.readOnly === true),
+                `${where}: the ${ENROOT_VOLUME} volume is mounted whole and read-only at --desired-dir`);
+        const vol = volumes[ENROOT_VOLUME];
+        check(vol && vol.configMap && vol.configMap.name === ENROOT_CONFIGMAP,
+                `${where}: the ${ENROOT_VOLUME} volume is the bundle's ConfigMap ${ENROOT_CONFIGMAP}`);
+
+        // the running side
+        if (expect.mode === 'running-root') {
+                const root = args['--running-root'];
+                check(root && root !== '/', `${where}: --running-root names the agent's own mounts`);
+                for (const [key, p] of Object.entries(RUNNING_FILES)) {
+                        check(mounts.some((m) => m.name === ENROOT_VOLUME && m.subPath === key &&
+                                m.mountPath === `${root}${p}` && m.readOnly === true),
+                        `${where}: ${key} is mounted read-only with subPath at --running-root${p}`);
+                }
+                check(args['--target-process'] === undefined, `${where}: no --target-process in running-root mode`);
+                check(podSpec.shareProcessNamespace === undefined,
+                        `${where}: no shared process namespace where nothing needs it`);
+        } else {
+                check(args['--target-process'] === TARGET_PROCESS[set],
+                        `${where}: --target-process is ${TARGET_PROCESS[set]}`, args['--target-process']);
+                check(podSpec.shareProcessNamespace === true, `${where}: shareProcessNamespace: true`);
+                check(!mounts.some((m) => m.subPath), `${where}: no subPath mounts in target-process mode`);
+                check(args['--running-root'] === undefined, `${where}: no --running-root in target-process mode`);
+        }
+
+        // HTTP: the named port, the probes
+        const listen = args['--listen'] || ':9100';
+        const port = Number(listen.split(':').pop());
+        const named = (agent.ports || []).find((p) => p.containerPort === port);
+        check(named && named.name, `${where}: the --listen port ${port} is a named container port`);
+        if (named) {
+                check(/^(?=.*[a-z])[a-z0-9]([a-z0-9-]*[a-z0-9])?$/.test(named.name) && named.name.length <= 15,
+                        `${where}: the port name is a valid IANA service name`, named.name);
+                shared.portNames.add(named.name);
+        }
+        const ready = agent.readinessProbe && agent.readinessProbe.exec && agent.readinessProbe.exec.command;
+        check(ready && ready[0] === opts.entrypoint && ready.includes('--check'),
+                `${where}: the readiness probe runs ${opts.entrypoint} --check`, JSON.stringify(ready));
+        if (ready) {
+                const probeListen = argMap(ready)['--listen'] || ':9100';
+                check(Number(probeListen.split(':').pop()) === port, `${where}: --check asks the port the agent listens on`);
+                check(!ready.includes('--require-current'), `${where}: drift does not make the pod unready`);
+        }
+        const live = agent.livenessProbe && agent.livenessProbe.httpGet;
+        check(live && live.path === '/healthz' && named && (live.port === named.name || live.port === port),
+                `${where}: the liveness probe gets /healthz on the agent's port`);
+
+        // the Kubernetes client
+        check(['on', 'auto'].includes(args['--kube']), `${where}: --kube is on (or auto)`, args['--kube']);
+        const saDir = args['--serviceaccount-dir'] || SA_DIR_DEFAULT;
+        const tokenMount = mounts.find((m) => m.mountPath === saDir);
+        check(tokenMount && tokenMount.readOnly === true, `${where}: a token volume is mounted read-only at ${saDir}`);
+        const tokenVol = tokenMount && volumes[tokenMount.name];
+        const sources = (tokenVol && tokenVol.projected && tokenVol.projected.sources) || [];
+        const sat = sources.find((s) => s.serviceAccountToken);
+        check(sat && sat.serviceAccountToken.path === 'token' && sat.serviceAccountToken.expirationSeconds >= 600,
+                `${where}: the projected volume has the service account token at token`);
+        check(sources.some((s) => s.configMap && s.configMap.name === 'kube-root-ca.crt' &&
+                same(s.configMap.items, [{ key: 'ca.crt', path: 'ca.crt' }])), `${where}: ... kube-root-ca.crt at ca.crt`);
+        check(sources.some((s) => s.downwardAPI && same(s.downwardAPI.items,
+                [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }])),
+        `${where}: ... the namespace at namespace`);
+        const others = [...(podSpec.containers || []), ...(podSpec.initContainers || [])].filter((c) => c !== agent);
+        check(tokenMount && !others.some((c) => (c.volumeMounts || []).some((m) => m.name === tokenMount.name)),
+                `${where}: only the agent mounts the token`);
+        check(podSpec.automountServiceAccountToken !== true, `${where}: the podSpec does not turn automounting on`);
+        shared.serviceAccounts.add(podSpec.serviceAccountName);
+        for (const [name, field] of [['POD_NAME', 'metadata.name'], ['POD_NAMESPACE', 'metadata.namespace'],
+                ['POD_UID', 'metadata.uid']]) {
+                const e = (agent.env || []).find((x) => x.name === name);
+                check(e && e.valueFrom && e.valueFrom.fieldRef && e.valueFrom.fieldRef.fieldPath === field,
+                        `${where}: ${name} comes from the downward API (${field})`);
+        }
+
+        // resources
+        const r = agent.resources || {};
+        for (const res of ['cpu', 'memory']) {
+                const req = r.requests && quantity(r.requests[res]);
+                const lim = r.limits && quantity(r.limits[res]);
+                check(req > 0 && lim > 0 && req <= lim, `${where}: ${res} requests and limits are set, requests <= limits`);
+        }
+        check(quantity(r.limits && r.limits.memory) <= 256 * 1024 ** 2, `${where}: the memory limit is small`);
+
+        // security
+        const sc = agent.securityContext || {};
+        check(sc.readOnlyRootFilesystem === true, `${where}: readOnlyRootFilesystem: true`);
+        check(sc.allowPrivilegeEscalation === false, `${where}: allowPrivilegeEscalation: false`);
+        const violations = podSecurityViolations(podSpec, agent).sort();
+        if (expect.mode === 'running-root') {
+                check(violations.length === 0, `${where}: the agent container meets Pod Security "restricted"`, violations.join(', '));
+        } else {
+                // the documented price of reading another process's files, nothing more
+                const allowed = ['capabilities.add SYS_PTRACE', 'runAsNonRoot is not true', 'runAsUser 0'];
+                if (set === 'nodesets') allowed.push('appArmorProfile Unconfined');
+                check(same(violations, allowed.sort()),
+                        `${where}: the only departures from "restricted" are ${allowed.join(', ')}`, violations.join(', '));
+                check(same(sc.capabilities && sc.capabilities.add, ['SYS_PTRACE']), `${where}: CAP_SYS_PTRACE and no other capability`);
+        }
+        shared.images.add(agent.image);
+        shared.commands.push({ what: `${where}: the agent's arguments`, kind: 'daemon', args: agent.args || [] });
+        if (ready) shared.commands.push({ what: `${where}: the readiness probe`, kind: 'probe', args: ready.slice(1) });
+        return agent;
+}
+
+// The pod the operator would build from a podSpec fragment: its workload
+// container (with the bundle's subPath mounts) first, then the fragment's.
+function asPod(set, podSpec) {
+        const spec = clone(podSpec);
+        const workload = {
+                name: WORKLOAD[set],
+                image: `slinky/${WORKLOAD[set]}`,
+                volumeMounts: Object.entries(RUNNING_FILES).map(([key, p]) => ({
+                        name: ENROOT_VOLUME, mountPath: p, subPath: key, readOnly: true,
+                })),
+        };
+        spec.containers = [workload, ...(spec.containers || [])];
+        if (spec.automountServiceAccountToken === undefined) spec.automountServiceAccountToken = false;
+        return {
+                apiVersion: 'v1', kind: 'Pod',
+                metadata: { name: `${set}-0`, namespace: 'slurm', labels: { 'app.kubernetes.io/instance': SLINKY_INSTANCES[set] } },
+                spec,
+        };
+}
+
+// --- metrics of the real binary ------------------------------------------------------------
+function loadMetrics(file) {
+        const metrics = {};
+        for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+                const m = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? /);
+                if (!m) continue;
+                const entry = metrics[m[1]] || (metrics[m[1]] = {});
+                for (const pair of (m[3] || '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
+                        (entry[pair[1]] || (entry[pair[1]] = new Set())).add(pair[2]);
+                }
+        }
+        return metrics;
+}
+
+function checkRules(spec, metrics) {
+        const known = { ...metrics };
+        for (const [name, labels] of Object.entries(ANNOUNCED_METRICS)) {
+                if (!known[name]) known[name] = Object.fromEntries(labels.map((l) => [l, null]));
+        }
+        check(Array.isArray(spec.groups) && spec.groups.length > 0, 'prometheusrule.yaml has rule groups');
+        const alerts = new Set();
+        for (const group of spec.groups || []) {
+                for (const rule of group.rules || []) {
+                        const what = `alert ${rule.alert}`;
+                        if (!check(rule.alert && typeof rule.expr === 'string', `${group.name}: every rule is an alert with an expr`)) continue;
+                        check(!alerts.has(rule.alert), `${what} is defined once`);
+                        alerts.add(rule.alert);
+                        check(['critical', 'warning', 'info'].includes(rule.labels && rule.labels.severity), `${what} has a severity`);
+                        check(rule.annotations && rule.annotations.summary && rule.annotations.description,
+                                `${what} has a summary and a description`);
+                        // every selector of a metric, with its matchers
+                        for (const m of rule.expr.matchAll(/\b([a-z_][a-z0-9_]*)\s*(\{([^}]*)\})?/g)) {
+                                const name = m[1];
+                                if (!/^(aicr_|process_|up$|kube_)/.test(name)) continue;
+                                const matchers = [...(m[3] || '').matchAll(/([a-z_]+)\s*(=~|!~|!=|=)\s*"([^"]*)"/g)];
+                                if (name.startsWith('aicr_') || name.startsWith('process_')) {
+                                        if (!check(known[name], `${what}: ${name} is a metric the agent exports`)) continue;
+                                        check(matchers.some((x) => x[1] === 'job' && x[2] === '=' && x[3] === JOB),
+                                                `${what}: ${name} is selected with job="${JOB}"`);
+                                        for (const [, label, op, value] of matchers) {
+                                                if (TARGET_LABELS.includes(label)) continue;
+                                                if (!check(label in known[name], `${what}: ${name} has a label ${label}`)) continue;
+                                                const values = known[name][label];
+                                                if (!values || !['=', '=~'].includes(op)) continue;
+                                                const wanted = op === '=' ? [value] : value.split('|');
+                                                for (const w of wanted) {
+                                                        check(values.has(w), `${what}: ${name}{${label}="${w}"} is a series the agent exports`,
+                                                                `it exports ${[...values].join(', ')}`);
+                                                }
+                                        }
+                                } else {
+                                        check(EXTERNAL_METRICS.includes(name), `${what}: ${name} is a known external metric`);
+                                }
+                        }
+                }
+        }
+        return alerts;
+}
+
+// --- main --------------------------------------------------------------------------------------
+const files = fs.readdirSync(opts.dir).filter((f) => /\.ya?ml$/.test(f)).sort();
+const shared = { portNames: new Set(), serviceAccounts: new Set(), images: new Set(), agents: {}, commands: [] };
+const objects = [];
+for (const f of Object.keys(VALUES_FILES)) check(files.includes(f), `${f} exists`);
+
+for (const file of files) {
+        const docs = parseFile(path.join(opts.dir, file));
+        if (VALUES_FILES[file]) {
+                const expect = VALUES_FILES[file];
+                const values = docs[0] || {};
+                check(docs.length === 1, `${file} is one YAML document`);
+                shared.agents[file] = {};
+                for (const set of ['nodesets', 'loginsets']) {
+                        const podSpec = values[set] && values[set].slinky && values[set].slinky.podSpec;
+                        if (!check(podSpec, `${file}: ${set}.slinky.podSpec is set`)) continue;
+                        check(same(Object.keys(values[set].slinky), ['podSpec']), `${file}: only ${set}.slinky.podSpec is touched`);
+                        validateStrict(core.Pod, asPod(set, podSpec), `${file} ${set}.slinky.podSpec as a Pod`);
+                        const agent = checkAgent(file, set, podSpec, expect, shared);
+                        shared.agents[file][set] = { agent, podSpec };
+                }
+                check(same(Object.keys(values).sort(), ['loginsets', 'nodesets']), `${file} sets nothing but nodesets and loginsets`);
+                continue;
+        }
+        for (const obj of docs) {
+                const id = `${file} ${obj.kind}/${obj.metadata && obj.metadata.name}`;
+                const Model = {
+                        'v1/ServiceAccount': core.ServiceAccount,
+                        'rbac.authorization.k8s.io/v1/Role': rbac.Role,
+                        'rbac.authorization.k8s.io/v1/RoleBinding': rbac.RoleBinding,
+                        'monitoring.coreos.com/v1/PodMonitor': monitoring.PodMonitor,
+                        'monitoring.coreos.com/v1/PrometheusRule': monitoring.PrometheusRule,
+                }[`${obj.apiVersion}/${obj.kind}`];
+                if (!check(Model, `${id}: a kind this check knows (${obj.apiVersion})`)) continue;
+                validateStrict(Model, obj, id);
+                objects.push({ file, obj });
+        }
+}
+
+// --- the files agree with each other ---------------------------------------------------------
+const byKind = (kind) => objects.filter((o) => o.obj.kind === kind).map((o) => o.obj);
+const namespaces = new Set(objects.map((o) => o.obj.metadata.namespace));
+check(namespaces.size === 1 && !namespaces.has(undefined), 'every object names the same namespace', [...namespaces].join(', '));
+const [sa] = byKind('ServiceAccount');
+const [role] = byKind('Role');
+const [binding] = byKind('RoleBinding');
+if (check(sa && role && binding, 'rbac.yaml has a ServiceAccount, a Role and a RoleBinding')) {
+        check(same(role.rules, ROLE_RULES), 'the Role grants get/watch pods, patch pods/status, create events and nothing else',
+                JSON.stringify(role.rules));
+        check(binding.roleRef.kind === 'Role' && binding.roleRef.name === role.metadata.name, 'the RoleBinding refers to the Role');
+        check(same(binding.subjects, [{ kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace }]),
+                'the RoleBinding binds the ServiceAccount, and only it');
+        check(sa.automountServiceAccountToken === false, 'the ServiceAccount mounts no token by default');
+        check(same([...shared.serviceAccounts], [sa.metadata.name]), `every pod runs as the ServiceAccount ${sa.metadata.name}`,
+                [...shared.serviceAccounts].join(', '));
+}
+check(shared.images.size === 1, 'every values file runs the same image', [...shared.images].join(', '));
+check(shared.portNames.size === 1, 'every values file names the metrics port the same', [...shared.portNames].join(', '));
+
+const [podMonitor] = byKind('PodMonitor');
+if (check(podMonitor, 'podmonitor.yaml has a PodMonitor')) {
+        const exprs = podMonitor.spec.selector.matchExpressions || [];
+        check(same(exprs, [{ key: 'app.kubernetes.io/instance', operator: 'In',
+                values: [SLINKY_INSTANCES.nodesets, SLINKY_INSTANCES.loginsets] }]),
+        'the PodMonitor selects the Slinky worker and login pods');
+        const endpoints = podMonitor.spec.podMetricsEndpoints || [];
+        check(endpoints.length === 1 && shared.portNames.has(endpoints[0].port), "the PodMonitor scrapes the agent's named port");
+        const relabel = (endpoints[0] && endpoints[0].relabelings) || [];
+        check(relabel.some((r) => r.targetLabel === 'job' && r.replacement === JOB), `the PodMonitor sets job="${JOB}"`);
+        check(relabel.some((r) => r.targetLabel === 'slurm_role'), 'the PodMonitor sets slurm_role');
+        check(relabel.some((r) => r.targetLabel === 'node'), 'the PodMonitor sets node');
+}
+
+// the variants differ only where they must
+const agents = shared.agents;
+const plain = agents['slinky-slurm-values-plain-container.yaml'];
+const native = agents['slinky-slurm-values.yaml'];
+const target = agents['slinky-slurm-values-target-process.yaml'];
+for (const set of ['nodesets', 'loginsets']) {
+        if (plain && native && plain[set] && native[set] && plain[set].agent && native[set].agent) {
+                const n = clone(native[set].agent);
+                delete n.restartPolicy;
+                check(same(n, plain[set].agent), `${set}: the plain container is the native sidecar without restartPolicy`);
+                const strip = (ps) => {
+                        const x = clone(ps);
+                        delete x.initContainers;
+                        delete x.containers;
+                        return x;
+                };
+                check(same(strip(native[set].podSpec), strip(plain[set].podSpec)), `${set}: the two variants' podSpecs agree otherwise`);
+        }
+}
+for (const [file, sets] of Object.entries(agents)) {
+        if (!sets.nodesets || !sets.loginsets || !sets.nodesets.agent || !sets.loginsets.agent) continue;
+        const norm = (a) => {
+                const x = clone(a);
+                x.args = x.args.filter((s) => !s.startsWith('--target-process='));
+                if (x.securityContext) delete x.securityContext.appArmorProfile;
+                return x;
+        };
+        check(same(norm(sets.nodesets.agent), norm(sets.loginsets.agent)),
+                `${file}: the worker and login agents differ at most in the target process and AppArmor`);
+        check(same(sets.nodesets.podSpec.volumes, sets.loginsets.podSpec.volumes), `${file}: worker and login volumes agree`);
+}
+
+fs.mkdirSync(opts.out, { recursive: true });
+fs.writeFileSync(path.join(opts.out, 'commands.json'), JSON.stringify(shared.commands, null, 1));
+
+// --- alerts: metrics, labels, rule files for promtool ----------------------------------------
+const [promRule] = byKind('PrometheusRule');
+if (check(promRule, 'prometheusrule.yaml has a PrometheusRule')) {
+        checkRules(promRule.spec, loadMetrics(opts.metrics));
+        fs.writeFileSync(path.join(opts.out, 'prometheusrule.rules.yaml'), YAML.stringify(promRule.spec));
+        const bare = clone(promRule.spec);
+        for (const g of bare.groups) for (const r of g.rules) delete r.annotations;
+        fs.writeFileSync(path.join(opts.out, 'prometheusrule.bare.rules.yaml'), YAML.stringify(bare));
+}
+
+process.exit(failures ? 1 : 0);
