@@ -34,7 +34,8 @@ struct KubeClient {
         sd_event_source *timer;
         KubeCall *calls; /* in flight */
         char *api_url, *ca_file, *token_file, *user_agent;
-        char *auth_header; /* "Authorization: Bearer ..." */
+        char *auth_header; /* "Authorization: Bearer ...", NULL without a token file */
+        bool plain_http;   /* http://localhost: kubectl proxy */
         uint64_t token_read_usec;
         KubeStats stats;
 };
@@ -76,7 +77,7 @@ static int load_token(KubeClient *c) {
 }
 
 int kube_client_reload_token(KubeClient *c) {
-        return load_token(c);
+        return c->token_file ? load_token(c) : 0;
 }
 
 /* ---------------------------------------------------------------------------
@@ -422,15 +423,28 @@ int kube_client_new(sd_event *e, const KubeConfig *cfg, KubeClient **ret) {
                 return -ENOMEM;
         c->event = sd_event_ref(e);
         c->api_url = strdup(cfg->api_url);
-        c->ca_file = strdup(cfg->ca_file);
-        c->token_file = strdup(cfg->token_file);
+        c->ca_file = cfg->ca_file ? strdup(cfg->ca_file) : NULL;
+        c->token_file = cfg->token_file ? strdup(cfg->token_file) : NULL;
         c->user_agent = strdup(cfg->user_agent ? cfg->user_agent : "aicr-enroot-agent");
-        if (!c->api_url || !c->ca_file || !c->token_file || !c->user_agent)
+        if (!c->api_url || (cfg->ca_file && !c->ca_file) || (cfg->token_file && !c->token_file) ||
+            !c->user_agent)
                 return -ENOMEM;
 
-        r = load_token(c);
-        if (r < 0)
-                return r;
+        /* http only to this machine: kubectl proxy, which adds the credentials. */
+        if (startswith(cfg->api_url, "http://")) {
+                const char *host = cfg->api_url + strlen("http://");
+                if (!startswith(host, "127.0.0.1") && !startswith(host, "localhost") &&
+                    !startswith(host, "[::1]"))
+                        return -EPROTONOSUPPORT;
+                c->plain_http = true;
+        } else if (!startswith(cfg->api_url, "https://"))
+                return -EPROTONOSUPPORT;
+
+        if (c->token_file) {
+                r = load_token(c);
+                if (r < 0)
+                        return r;
+        }
 
         r = sd_event_add_time_relative(e, &c->timer, CLOCK_MONOTONIC, 0, 0, on_timer, c);
         if (r < 0)
@@ -451,6 +465,16 @@ int kube_client_new(sd_event *e, const KubeConfig *cfg, KubeClient **ret) {
         return 0;
 }
 
+/* curl_slist_append() returns NULL on failure and leaves the list as it was. */
+static bool add_header(KubeCall *call, const char *header) {
+        struct curl_slist *l = curl_slist_append(call->headers, header);
+
+        if (!l)
+                return false;
+        call->headers = l;
+        return true;
+}
+
 int kube_call_start(KubeClient *c, const KubeRequest *req, KubeCall **ret) {
         _cleanup_free_ char *url = NULL, *content_type = NULL;
         KubeCall *call;
@@ -458,7 +482,8 @@ int kube_call_start(KubeClient *c, const KubeRequest *req, KubeCall **ret) {
 
         /* Bound tokens rotate: never send one older than a minute. A failed
          * re-read keeps the old token; a 401 will tell. */
-        if (now_usec(CLOCK_MONOTONIC) - c->token_read_usec >= KUBE_TOKEN_MAX_AGE_USEC)
+        if (c->token_file &&
+            now_usec(CLOCK_MONOTONIC) - c->token_read_usec >= KUBE_TOKEN_MAX_AGE_USEC)
                 (void) load_token(c);
 
         if (asprintf(&url, "%s%s", c->api_url, req->path) < 0)
@@ -491,8 +516,9 @@ int kube_call_start(KubeClient *c, const KubeRequest *req, KubeCall **ret) {
 
 #define SET(opt, val) ok = ok && curl_easy_setopt(call->easy, opt, val) == CURLE_OK
         SET(CURLOPT_URL, url);
-        SET(CURLOPT_PROTOCOLS_STR, "https");
-        SET(CURLOPT_CAINFO, c->ca_file);
+        SET(CURLOPT_PROTOCOLS_STR, c->plain_http ? "http" : "https");
+        if (c->ca_file)
+                SET(CURLOPT_CAINFO, c->ca_file);
         SET(CURLOPT_SSL_VERIFYPEER, 1L);
         SET(CURLOPT_SSL_VERIFYHOST, 2L);
         SET(CURLOPT_NOSIGNAL, 1L);
@@ -512,12 +538,9 @@ int kube_call_start(KubeClient *c, const KubeRequest *req, KubeCall **ret) {
                 SET(CURLOPT_POSTFIELDSIZE, (long) strlen(call->body_out));
         }
 #undef SET
-        call->headers = curl_slist_append(call->headers, c->auth_header);
-        if (call->headers)
-                call->headers = curl_slist_append(call->headers, "Accept: application/json");
-        if (call->headers && content_type)
-                call->headers = curl_slist_append(call->headers, content_type);
-        ok = ok && call->headers &&
+        ok = ok && add_header(call, c->auth_header) &&
+             add_header(call, "Accept: application/json") &&
+             (!content_type || add_header(call, content_type)) &&
              curl_easy_setopt(call->easy, CURLOPT_HTTPHEADER, call->headers) == CURLE_OK;
         if (!ok) {
                 call_free(call);
@@ -534,5 +557,76 @@ int kube_call_start(KubeClient *c, const KubeRequest *req, KubeCall **ret) {
         c->calls = call;
         if (ret)
                 *ret = call;
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Blocking calls, for command-line programs */
+
+typedef struct SyncState {
+        KubeResult *result;
+        int error;
+        bool done;
+} SyncState;
+
+static char *dup_or_null(const char *s, bool *ok) {
+        char *c;
+
+        if (!s)
+                return NULL;
+        c = strdup(s);
+        *ok = *ok && c;
+        return c;
+}
+
+static void on_sync_done(KubeClient *c, const KubeResponse *r, void *userdata) {
+        SyncState *st = userdata;
+        KubeResult *res = st->result;
+        bool ok = true;
+
+        *res = (KubeResult){.status = r->status, .error = r->error, .body_len = r->body_len};
+        res->error_detail = dup_or_null(r->error_detail, &ok);
+        res->retry_after = dup_or_null(r->retry_after, &ok);
+        res->body = malloc(r->body_len + 1);
+        if (res->body) {
+                memcpy(res->body, r->body, r->body_len);
+                res->body[r->body_len] = '\0';
+        }
+        if (!ok || !res->body)
+                st->error = -ENOMEM;
+        st->done = true;
+}
+
+void kube_result_done(KubeResult *r) {
+        free(r->error_detail);
+        free(r->body);
+        free(r->retry_after);
+        *r = (KubeResult){};
+}
+
+int kube_call_sync(KubeClient *c, const KubeRequest *req, KubeResult *ret) {
+        KubeResult res = {};
+        SyncState st = {.result = &res};
+        KubeRequest r = *req;
+        int k;
+
+        r.on_line = NULL;
+        r.on_done = on_sync_done;
+        r.userdata = &st;
+        k = kube_call_start(c, &r, NULL);
+        if (k < 0)
+                return k;
+        while (!st.done) {
+                k = sd_event_run(c->event, UINT64_MAX);
+                if (k < 0) {
+                        kube_result_done(&res);
+                        return k;
+                }
+        }
+        if (st.error < 0) {
+                kube_result_done(&res);
+                return st.error;
+        }
+        *ret = res;
         return 0;
 }

@@ -7,10 +7,8 @@
 #include "macro.h"
 
 static const char *const verb_names[_KUBE_VERB_MAX] = {
-        [KUBE_VERB_GET] = "get",
-        [KUBE_VERB_WATCH] = "watch",
-        [KUBE_VERB_PATCH] = "patch",
-        [KUBE_VERB_CREATE] = "create",
+        [KUBE_VERB_GET] = "get",       [KUBE_VERB_WATCH] = "watch", [KUBE_VERB_PATCH] = "patch",
+        [KUBE_VERB_CREATE] = "create", [KUBE_VERB_LIST] = "list",   [KUBE_VERB_DELETE] = "delete",
 };
 
 const char *kube_verb_to_string(KubeVerb v) {

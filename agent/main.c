@@ -62,6 +62,8 @@ int main(int argc, char **argv) {
                 return cmd_lint(argc - 1, argv + 1);
         if (argc > 1 && streq(argv[1], "diff"))
                 return cmd_diff(argc - 1, argv + 1);
+        if (argc > 1 && streq(argv[1], "rollout"))
+                return cmd_rollout(argc - 1, argv + 1);
 
         r = options_parse(argc, argv, &o, &error);
         if (r < 0) {

@@ -9,7 +9,7 @@
 const char options_help[] =
         "Usage: aicr-enroot-agent [OPTIONS]              run the agent\n"
         "       aicr-enroot-agent --check [OPTIONS]      ask the running agent (readiness probe)\n"
-        "       aicr-enroot-agent lint|diff ...          one-shot commands (see COMMAND --help)\n"
+        "       aicr-enroot-agent lint|diff|rollout ...  one-shot commands (see COMMAND --help)\n"
         "\n"
         "Watches the whole-directory projection of the enroot ConfigMap and reports whether\n"
         "the files this container runs still match it, as enroot reads them.\n"
@@ -441,7 +441,8 @@ int options_parse(int argc, char **argv, Options *ret, char **ret_error) {
         }
         if (optind < argc)
                 return fail(ret_error,
-                            "unknown command or argument \"%s\" (the commands are lint and diff)",
+                            "unknown command or argument \"%s\" (the commands are lint, diff and "
+                            "rollout)",
                             argv[optind]);
         if (check && check_config)
                 return fail(ret_error, "--check and --check-config exclude each other");

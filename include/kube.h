@@ -30,9 +30,12 @@
 #define KUBE_CONNECT_TIMEOUT_MS 5000u
 
 typedef struct KubeConfig {
-        const char *api_url;    /* "https://HOST:PORT", no trailing slash */
-        const char *ca_file;    /* PEM bundle the server certificate must chain to */
-        const char *token_file; /* the bearer token */
+        const char *api_url;    /* "https://HOST:PORT", no trailing slash; or
+                                 * "http://127.0.0.1:PORT" (localhost, [::1]) for
+                                 * kubectl proxy, which adds the credentials */
+        const char *ca_file;    /* PEM bundle the server certificate must chain to;
+                                 * NULL: the system's */
+        const char *token_file; /* the bearer token; NULL: send none */
         const char *user_agent;
 } KubeConfig;
 
@@ -68,7 +71,8 @@ typedef struct KubeRequest {
 /* Makes a client on e. cfg's strings are copied. Reads the token once:
  * fails with that error (-ENOENT, -EACCES, -EBADMSG for an empty token or one
  * with control characters) so a bad mount shows at start.
- * Returns 0 with *ret new, -ENOMEM, -EIO (libcurl could not start). */
+ * Returns 0 with *ret new, -EPROTONOSUPPORT (not https, nor http to this
+ * machine), -ENOMEM, -EIO (libcurl could not start). */
 int kube_client_new(sd_event *e, const KubeConfig *cfg, KubeClient **ret);
 KubeClient *kube_client_free(KubeClient *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(KubeClient *, kube_client_free);
@@ -86,3 +90,21 @@ KubeCall *kube_call_cancel(KubeCall *call);
 
 /* Borrowed; valid until the client is freed. */
 const KubeStats *kube_client_stats(const KubeClient *c);
+
+/* A finished request, owned (kube_result_done()). */
+typedef struct KubeResult {
+        long status;
+        int error;
+        char *error_detail; /* NULL on success */
+        char *body;         /* NUL-terminated */
+        size_t body_len;
+        char *retry_after; /* NULL when absent */
+} KubeResult;
+
+void kube_result_done(KubeResult *r);
+
+/* For command-line programs only: starts req (on_line, on_done and userdata
+ * are ignored) and runs the client's event loop until it finishes. The
+ * loop must not be running already. Returns 0 with *ret filled (a transport
+ * failure is ret->error, not a return value), or -ENOMEM, -EIO. */
+int kube_call_sync(KubeClient *c, const KubeRequest *req, KubeResult *ret);

@@ -31,6 +31,8 @@ typedef enum KubeVerb {
         KUBE_VERB_WATCH,
         KUBE_VERB_PATCH,
         KUBE_VERB_CREATE,
+        KUBE_VERB_LIST,
+        KUBE_VERB_DELETE,
         _KUBE_VERB_MAX,
 } KubeVerb;
 

@@ -20,6 +20,12 @@ packages=(
         prometheus               # for promtool, which checks the metrics output
         nodejs                   # the offline checks of container/kubernetes/
         systemd                  # systemd-analyze verify/security on the unit
+        # benchmarks (make bench) and hardening tests: peers and measuring tools
+        inotify-tools            # inotifywait, the detection-latency peer
+        wrk hyperfine time       # load, start-up timing, peak memory (/usr/bin/time)
+        prometheus-node-exporter # the scrape and footprint peer (its service is disabled below)
+        # a real multi-node Slurm on this machine (tests/tools/slurm-cluster.sh)
+        slurmctld slurmd slurm-client munge
 )
 # npm installs the manifest checks' packages (scripts/setup-node-deps.sh). A
 # nodejs from outside Debian brings its own npm and conflicts with Debian's.
@@ -58,4 +64,37 @@ echo "setup-deps: installing ${missing[*]}"
 if [[ " ${missing[*]} " == *" prometheus "* ]] && [[ -d /run/systemd/system ]]; then
         "${sudo[@]}" systemctl disable --now prometheus.service >/dev/null 2>&1 || true
         echo "setup-deps: disabled the prometheus service (only promtool is used)"
+fi
+# node_exporter is only a benchmark peer, started by the benchmarks on a port of
+# their own: its packaged service must not hold :9100 (the agent's default
+# port) nor run at boot, under systemd or a SysV init alike.
+if [[ " ${missing[*]} " == *" prometheus-node-exporter "* ]]; then
+        if [[ -d /run/systemd/system ]]; then
+                "${sudo[@]}" systemctl disable --now prometheus-node-exporter.service >/dev/null 2>&1 || true
+        elif [[ -x /etc/init.d/prometheus-node-exporter ]]; then
+                "${sudo[@]}" /etc/init.d/prometheus-node-exporter stop >/dev/null 2>&1 || true
+                "${sudo[@]}" update-rc.d prometheus-node-exporter disable >/dev/null 2>&1 || true
+        fi
+        echo "setup-deps: disabled the prometheus-node-exporter service (only the benchmarks run it)"
+fi
+# tests/tools/slurm-cluster.sh runs its own munged and Slurm daemons under a
+# test directory: leave none of the packaged ones enabled or running. slurmd
+# and slurmctld do not start without /etc/slurm/slurm.conf; munge does.
+slurm_units=()
+for unit in munge slurmd slurmctld; do
+        [[ " ${missing[*]} " == *" $unit "* ]] && slurm_units+=("$unit")
+done
+if ((${#slurm_units[@]})); then
+        if [[ -d /run/systemd/system ]]; then
+                "${sudo[@]}" systemctl disable --now "${slurm_units[@]}" >/dev/null 2>&1 || true
+        else
+                for unit in "${slurm_units[@]}"; do
+                        "${sudo[@]}" update-rc.d "$unit" disable >/dev/null 2>&1 || true
+                done
+                # by its pid file: the test clusters' munged have their own
+                if [[ " ${slurm_units[*]} " == *" munge "* && -x /etc/init.d/munge ]]; then
+                        "${sudo[@]}" /etc/init.d/munge stop >/dev/null 2>&1 || true
+                fi
+        fi
+        echo "setup-deps: disabled the ${slurm_units[*]} services (the Slurm tests run their own)"
 fi

@@ -268,6 +268,8 @@ static void test_verbs(void **state) {
         assert_string_equal(kube_verb_to_string(KUBE_VERB_WATCH), "watch");
         assert_string_equal(kube_verb_to_string(KUBE_VERB_PATCH), "patch");
         assert_string_equal(kube_verb_to_string(KUBE_VERB_CREATE), "create");
+        assert_string_equal(kube_verb_to_string(KUBE_VERB_LIST), "list");
+        assert_string_equal(kube_verb_to_string(KUBE_VERB_DELETE), "delete");
         assert_null(kube_verb_to_string(_KUBE_VERB_MAX));
 }
 

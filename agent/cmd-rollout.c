@@ -1,0 +1,1132 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * aicr-enroot-agent rollout [plan|apply|status|abort] [OPTIONS]
+ *
+ * The guide's maintenance procedure for an enroot configuration change,
+ * applied to the pods that need it: drain the Slurm nodes of stale worker
+ * pods (never with NodeName=ALL, never over another reason), wait for their
+ * allocations to end, replace the worker pods one at a time, then the login
+ * pods, and only then resume what this rollout drained. Every reason it sets
+ * carries the rollout id, so an interrupted rollout is found again from the
+ * cluster itself. A command-line program: it blocks, and talks to Slurm
+ * through its commands and to Kubernetes through the agent's client.
+ */
+#include <fcntl.h>
+#include <getopt.h>
+#include <time.h>
+
+#include "commands.h"
+#include "fileio.h"
+#include "kube.h"
+#include "log.h"
+#include "options.h"
+#include "report.h"
+#include "rollout.h"
+#include "slurm.h"
+
+#define ROLLOUT_DEFAULT_WORKERS   "app.kubernetes.io/instance=slinky-slurm-worker-slinky"
+#define ROLLOUT_DEFAULT_LOGINS    "app.kubernetes.io/instance=slinky-slurm-login-slinky"
+#define ROLLOUT_DEFAULT_NAMESPACE "slurm"
+#define ROLLOUT_MAX_EXCLUDES      1024u
+/* How long a resumed node may take to answer slurmctld's ping. */
+#define ROLLOUT_RESPONDING_USEC   (60u * 1000000u)
+
+/* Exit statuses. */
+#define EXIT_ROLLOUT_DONE         0 /* done, or nothing to do */
+#define EXIT_ROLLOUT_BLOCKED      1 /* plan: work to do (or blocked); apply: blocked, nothing changed */
+#define EXIT_ROLLOUT_USAGE        2 /* bad option */
+#define EXIT_ROLLOUT_FAILED       3 /* a step failed or timed out: the cluster is as reported */
+
+typedef enum Action {
+        ACTION_PLAN,
+        ACTION_APPLY,
+        ACTION_STATUS,
+        ACTION_ABORT,
+} Action;
+
+typedef struct Args {
+        Action action;
+        const char *namespace, *kube_api, *sa_dir, *condition_type;
+        const char *selector[_ROLE_MAX];
+        bool node_from_hostname;
+        bool rolling;
+        unsigned batch;
+        const char *excludes[ROLLOUT_MAX_EXCLUDES];
+        size_t n_excludes;
+        uint64_t jobs_timeout_usec, pod_timeout_usec, poll_usec;
+        const char *rollout_id;
+        bool json;
+        SlurmConfig slurm;
+        const char *self; /* POD_NAME: never replaced */
+} Args;
+
+typedef struct Rollout {
+        const Args *args;
+        sd_event *event;
+        KubeClient *kube;
+        SlurmClient *slurm;
+        char *namespace;
+        char id[ROLLOUT_ID_BYTES];
+        bool id_found; /* a rollout in progress was found in the cluster */
+        bool applying; /* apply runs: the id is this run's, found or new */
+        RolloutPod *pods[_ROLE_MAX];
+        size_t n_pods[_ROLE_MAX];
+        SlurmNodeList *nodes;
+        json_t *report; /* the --format json document */
+        json_t *steps;
+} Rollout;
+
+static const char *const action_names[] = {"plan", "apply", "status", "abort"};
+
+/* ---------------------------------------------------------------------------
+ * Output: progress lines on stdout (stderr with --format json), and steps in
+ * the JSON report. */
+
+static void say(const Rollout *r, const char *fmt, ...) _printf_(2, 3);
+static void say(const Rollout *r, const char *fmt, ...) {
+        FILE *f = r->args->json ? stderr : stdout;
+        time_t t = time(NULL);
+        struct tm tm;
+        char stamp[16] = "";
+        va_list ap;
+
+        /* A maintenance runs for hours: every line says when. */
+        if (localtime_r(&t, &tm))
+                (void) strftime(stamp, sizeof stamp, "%H:%M:%S ", &tm);
+        (void) fputs(stamp, f);
+        va_start(ap, fmt);
+        (void) vfprintf(f, fmt, ap);
+        va_end(ap);
+        (void) fputc('\n', f);
+        (void) fflush(f);
+}
+
+static void step(Rollout *r, const char *what, const char *target, const char *result,
+                 const char *detail) {
+        json_t *s = json_pack("{s:s, s:s?, s:s, s:s?}", "step", what, "target", target, "result",
+                              result, "detail", detail);
+        if (s)
+                (void) json_array_append_new(r->steps, s);
+}
+
+static uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+        (void) clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+static void sleep_usec(uint64_t usec) {
+        struct timespec ts = {.tv_sec = (time_t) (usec / 1000000u),
+                              .tv_nsec = (long) (usec % 1000000u) * 1000};
+        (void) nanosleep(&ts, NULL);
+}
+
+static bool excluded(const Rollout *r, const char *node) {
+        for (size_t i = 0; node && i < r->args->n_excludes; i++)
+                if (streq(r->args->excludes[i], node))
+                        return true;
+        return false;
+}
+
+/* ---------------------------------------------------------------------------
+ * Kubernetes */
+
+static int kube_request(Rollout *r, KubeVerb verb, const char *method, const char *path,
+                        const char *body, KubeResult *ret) {
+        int k = kube_call_sync(r->kube,
+                               &(KubeRequest){.verb = verb,
+                                              .method = method,
+                                              .path = path,
+                                              .body = body,
+                                              .content_type = body ? "application/json" : NULL,
+                                              .timeout_usec = 30u * 1000000u},
+                               ret);
+        if (k < 0)
+                return log_error_errno(k, "%s %s: cannot send the request: %m", method, path);
+        if (ret->status == 0) {
+                log_error("%s %s%s: no answer: %s.", method,
+                          r->args->kube_api ? r->args->kube_api : "", path,
+                          strnull(ret->error_detail));
+                kube_result_done(ret);
+                return -EIO;
+        }
+        return 0;
+}
+
+/* Logs a failed answer: the request, the code and the server's message. */
+static int answer_error(const char *method, const char *path, const KubeResult *res) {
+        KubeStatus st;
+
+        kube_status_parse(res->body, res->body_len, &st);
+        return log_error_errno(-EIO, "%s %s: %ld %s: %s", method, path, res->status,
+                               st.reason[0] ? st.reason : "error",
+                               st.message[0] ? st.message : "no message");
+}
+
+static int list_pods(Rollout *r, RolloutRole role) {
+        _cleanup_(kube_result_done) KubeResult res = {};
+        _cleanup_free_ char *path = NULL;
+        char sel[2048];
+        json_t *list;
+        const char *error = NULL;
+        int k;
+
+        if (kube_url_escape(r->args->selector[role], sel, sizeof sel) < 0 ||
+            asprintf(&path, "/api/v1/namespaces/%s/pods?labelSelector=%s", r->namespace, sel) < 0)
+                return log_oom();
+        k = kube_request(r, KUBE_VERB_LIST, "GET", path, NULL, &res);
+        if (k < 0)
+                return k;
+        if (res.status != 200)
+                return answer_error("GET", path, &res);
+        list = json_loadb(res.body, res.body_len, 0, NULL);
+        if (!list)
+                return log_error_errno(-EBADMSG, "GET %s: the answer is not JSON.", path);
+        r->pods[role] = rollout_pods_free(r->pods[role], r->n_pods[role]);
+        r->n_pods[role] = 0;
+        k = rollout_pods_from_list(list, role, r->args->condition_type, r->args->node_from_hostname,
+                                   &r->pods[role], &r->n_pods[role], &error);
+        json_decref(list);
+        if (k == -ENOMEM)
+                return log_oom();
+        if (k < 0)
+                return log_error_errno(k, "GET %s: %s.", path, error ? error : "too many pods");
+        return 0;
+}
+
+/* One pod by name: 1 with *ret, 0 when it does not exist. */
+static int get_pod(Rollout *r, const char *name, RolloutRole role, RolloutPod *ret) {
+        _cleanup_(kube_result_done) KubeResult res = {};
+        _cleanup_free_ char *path = NULL;
+        json_t *pod;
+        int k;
+
+        if (asprintf(&path, "/api/v1/namespaces/%s/pods/%s", r->namespace, name) < 0)
+                return log_oom();
+        k = kube_request(r, KUBE_VERB_GET, "GET", path, NULL, &res);
+        if (k < 0)
+                return k;
+        if (res.status == 404)
+                return 0;
+        if (res.status != 200)
+                return answer_error("GET", path, &res);
+        pod = json_loadb(res.body, res.body_len, 0, NULL);
+        k = pod ? rollout_pod_from_json(pod, role, r->args->condition_type,
+                                        r->args->node_from_hostname, ret, NULL)
+                : -EBADMSG;
+        json_decref(pod);
+        if (k < 0)
+                return log_error_errno(k, "GET %s: the answer is not a usable pod.", path);
+        return 1;
+}
+
+static int delete_pod(Rollout *r, const RolloutPod *p) {
+        _cleanup_(kube_result_done) KubeResult res = {};
+        _cleanup_free_ char *path = NULL, *body = NULL;
+        int k;
+
+        /* The UID precondition: only the pod that was judged stale goes. */
+        if (asprintf(&path, "/api/v1/namespaces/%s/pods/%s", r->namespace, p->name) < 0 ||
+            asprintf(&body,
+                     "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"preconditions\":"
+                     "{\"uid\":\"%s\"}}",
+                     p->uid) < 0)
+                return log_oom();
+        k = kube_request(r, KUBE_VERB_DELETE, "DELETE", path, body, &res);
+        if (k < 0)
+                return k;
+        if (res.status == 404)
+                return 0; /* gone already: its replacement is what we wait for */
+        if (res.status != 200 && res.status != 202)
+                return answer_error("DELETE", path, &res);
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Slurm */
+
+static int read_nodes(Rollout *r) {
+        _cleanup_(slurm_command_report_done) SlurmCommandReport rep = {};
+        int k;
+
+        r->nodes = slurm_node_list_free(r->nodes);
+        k = slurm_read_nodes(r->slurm, &r->nodes, &rep);
+        if (k < 0)
+                return log_error_errno(k, "Cannot read the Slurm nodes: %s",
+                                       rep.error ? rep.error : "failed");
+        return 0;
+}
+
+static int set_nodes(Rollout *r, char **names, size_t n, bool drain) {
+        _cleanup_(slurm_command_report_done) SlurmCommandReport rep = {};
+        _cleanup_free_ char *reason = rollout_reason(r->id);
+        int k;
+
+        if (n == 0)
+                return 0;
+        if (!reason)
+                return log_oom();
+        k = drain ? slurm_drain_nodes(r->slurm, names, n, reason, &rep)
+                  : slurm_resume_nodes(r->slurm, names, n, &rep);
+        if (k < 0)
+                return log_error_errno(k, "Cannot %s the nodes: %s", drain ? "drain" : "resume",
+                                       rep.error ? rep.error : "failed");
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * The state of the cluster */
+
+static const RolloutPod *worker_of_node(const Rollout *r, const char *node) {
+        for (size_t i = 0; i < r->n_pods[ROLE_WORKER]; i++)
+                if (streq(r->pods[ROLE_WORKER][i].node, node))
+                        return &r->pods[ROLE_WORKER][i];
+        return NULL;
+}
+
+/* Reads pods and nodes; finds the id of a rollout in progress. */
+static int load(Rollout *r) {
+        char found[ROLLOUT_ID_BYTES] = "";
+        int k;
+
+        for (RolloutRole role = 0; role < _ROLE_MAX; role++) {
+                k = list_pods(r, role);
+                if (k < 0)
+                        return k;
+        }
+        k = read_nodes(r);
+        if (k < 0)
+                return k;
+
+        for (size_t i = 0; i < r->nodes->n_nodes; i++) {
+                char id[ROLLOUT_ID_BYTES];
+
+                if (!rollout_reason_id(r->nodes->nodes[i].reason, id))
+                        continue;
+                if (found[0] && !streq(found, id))
+                        return log_error_errno(-EBUSY,
+                                               "Nodes carry the reasons of two rollouts, %s and "
+                                               "%s: finish or abort one with --rollout-id.",
+                                               found, id);
+                memcpy(found, id, sizeof found);
+        }
+        if (r->args->rollout_id)
+                memcpy(r->id, r->args->rollout_id, ROLLOUT_ID_BYTES);
+        else if (found[0])
+                memcpy(r->id, found, sizeof found);
+        else
+                rollout_id_format(now_usec(CLOCK_REALTIME), r->id);
+        r->id_found = found[0] && streq(found, r->id);
+        return 0;
+}
+
+static NodeClaim claim_of(const Rollout *r, const SlurmNode *n) {
+        return rollout_node_claim(n,
+                                  r->id_found || r->applying || r->args->rollout_id ? r->id : NULL);
+}
+
+/* Nodes out of service for someone else's reasons: the guide says stop. */
+static size_t report_blockers(Rollout *r) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < r->nodes->n_nodes; i++) {
+                const SlurmNode *node = &r->nodes->nodes[i];
+                NodeClaim c = claim_of(r, node);
+                _cleanup_free_ char *why = NULL;
+
+                if (excluded(r, node->name) || (c != CLAIM_FOREIGN && c != CLAIM_OTHER_ROLLOUT))
+                        continue;
+                if (asprintf(&why, "%s, reason \"%s\"%s%s", node->state, node->reason,
+                             node->reason_user[0] ? " set by " : "", node->reason_user) < 0)
+                        why = NULL;
+                say(r,
+                    "blocked: node %s is out of service for a reason that is not this "
+                    "rollout's: %s.",
+                    node->name, strnull(why));
+                step(r, "preflight", node->name, "blocked", why);
+                n++;
+        }
+        for (size_t i = 0; i < r->n_pods[ROLE_WORKER]; i++) {
+                const RolloutPod *p = &r->pods[ROLE_WORKER][i];
+
+                if (p->verdict != VERDICT_STALE || excluded(r, p->node) ||
+                    slurm_node_list_find(r->nodes, p->node))
+                        continue;
+                say(r,
+                    "blocked: worker pod %s maps to Slurm node %s, which Slurm does not know "
+                    "(see --node-name).",
+                    p->name, p->node);
+                step(r, "preflight", p->node, "blocked", "unknown to Slurm");
+                n++;
+        }
+        if (n > 0)
+                say(r, "Nothing was changed. Return those nodes to service, or leave them out "
+                       "with --exclude NODE.");
+        return n;
+}
+
+static bool wanted(const Rollout *r, const RolloutPod *p) {
+        return p->verdict == VERDICT_STALE && !excluded(r, p->node) &&
+               !(r->args->self && streq(r->args->self, p->name));
+}
+
+/* The nodes this rollout holds (drained with its reason, or replaced). */
+static bool held(const Rollout *r, const SlurmNode *n) {
+        NodeClaim c = claim_of(r, n);
+        return c == CLAIM_OURS || c == CLAIM_REPLACED;
+}
+
+static size_t count_work(const Rollout *r) {
+        size_t n = 0;
+
+        for (RolloutRole role = 0; role < _ROLE_MAX; role++)
+                for (size_t i = 0; i < r->n_pods[role]; i++)
+                        n += wanted(r, &r->pods[role][i]);
+        for (size_t i = 0; i < r->nodes->n_nodes; i++)
+                n += held(r, &r->nodes->nodes[i]);
+        return n;
+}
+
+static void describe(Rollout *r) {
+        json_t *pods = json_array(), *nodes = json_array();
+
+        for (RolloutRole role = 0; role < _ROLE_MAX; role++)
+                for (size_t i = 0; i < r->n_pods[role]; i++) {
+                        const RolloutPod *p = &r->pods[role][i];
+                        const char *action = wanted(r, p)                    ? "replace"
+                                             : p->verdict == VERDICT_CURRENT ? "keep"
+                                             : r->args->self && streq(r->args->self, p->name)
+                                                     ? "skip (runs this rollout)"
+                                             : excluded(r, p->node) ? "skip (excluded)"
+                                                                    : "skip (unknown)";
+
+                        say(r, "  %-6s %-32s %-20s %-8s %s (%s)", rollout_role_to_string(role),
+                            p->name, strempty(p->node), pod_verdict_to_string(p->verdict), action,
+                            p->why);
+                        (void) json_array_append_new(
+                                pods, json_pack("{s:s, s:s, s:s, s:s?, s:s, s:s, s:b, s:s}", "name",
+                                                p->name, "uid", p->uid, "role",
+                                                rollout_role_to_string(role), "node", p->node,
+                                                "verdict", pod_verdict_to_string(p->verdict), "why",
+                                                p->why, "ready", p->ready, "action", action));
+                }
+        for (size_t i = 0; i < r->nodes->n_nodes; i++) {
+                const SlurmNode *n = &r->nodes->nodes[i];
+                (void) json_array_append_new(
+                        nodes, json_pack("{s:s, s:s, s:s, s:s}", "name", n->name, "state", n->state,
+                                         "reason", n->reason, "claim",
+                                         node_claim_to_string(claim_of(r, n))));
+        }
+        (void) json_object_set_new(r->report, "pods", pods);
+        (void) json_object_set_new(r->report, "nodes", nodes);
+}
+
+/* ---------------------------------------------------------------------------
+ * Waiting */
+
+static int wait_jobs(Rollout *r, char **names, size_t n) {
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + r->args->jobs_timeout_usec, said = 0;
+
+        for (;;) {
+                _cleanup_(slurm_command_report_done) SlurmCommandReport rep = {};
+                _cleanup_(slurm_job_list_freep) SlurmJobList *jobs = NULL;
+                size_t active = 0;
+                int k = slurm_read_jobs(r->slurm, names, n, &jobs, &rep);
+
+                if (k < 0)
+                        return log_error_errno(k, "Cannot read the jobs: %s",
+                                               rep.error ? rep.error : "failed");
+                for (size_t i = 0; i < jobs->n_jobs; i++)
+                        active += slurm_job_is_active(&jobs->jobs[i]);
+                if (active == 0) {
+                        step(r, "wait-jobs", NULL, "done", NULL);
+                        return 0;
+                }
+                if (now_usec(CLOCK_MONOTONIC) >= deadline) {
+                        say(r, "Timed out: %zu job(s) still hold the drained nodes.", active);
+                        step(r, "wait-jobs", NULL, "timeout", NULL);
+                        return -ETIME;
+                }
+                if (now_usec(CLOCK_MONOTONIC) - said >= 30u * 1000000u) {
+                        say(r,
+                            "waiting for %zu job(s) to end on the drained nodes (job %u: %s on "
+                            "%s)...",
+                            active, jobs->jobs[0].job_id, jobs->jobs[0].state, jobs->jobs[0].nodes);
+                        said = now_usec(CLOCK_MONOTONIC);
+                }
+                sleep_usec(r->args->poll_usec);
+        }
+}
+
+/* A worker's replacement: a new UID, Ready, current, and its node back in
+ * Slurm's view (responding). */
+static int wait_replacement(Rollout *r, const RolloutPod *old, const SlurmNode *before) {
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + r->args->pod_timeout_usec;
+        int64_t boot = before ? before->boot_time_sec : 0,
+                start = before ? before->slurmd_start_time_sec : 0;
+        const char *missing = "the pod";
+
+        for (;;) {
+                _cleanup_(rollout_pod_done) RolloutPod p = {};
+                int k = get_pod(r, old->name, old->role, &p);
+
+                if (k < 0)
+                        return k;
+                if (k == 0 || streq(p.uid, old->uid) || p.terminating)
+                        missing = "a new pod";
+                else if (!p.ready)
+                        missing = "Ready";
+                else if (p.verdict != VERDICT_CURRENT)
+                        missing = "EnrootConfigCurrent=True";
+                else {
+                        const SlurmNode *n;
+
+                        k = read_nodes(r);
+                        if (k < 0)
+                                return k;
+                        /* Registered again: slurmd started anew (or the node
+                         * rebooted) since the delete, and it answers. */
+                        n = slurm_node_list_find(r->nodes, old->node);
+                        if (!n || (n->flags & SLURM_NODE_NOT_RESPONDING) ||
+                            ((start || boot) && n->slurmd_start_time_sec == start &&
+                             n->boot_time_sec == boot))
+                                missing = "its Slurm node registered again";
+                        else
+                                return 0;
+                }
+                if (now_usec(CLOCK_MONOTONIC) >= deadline) {
+                        say(r, "Timed out waiting for the replacement of pod %s: no %s yet.",
+                            old->name, missing);
+                        return -ETIME;
+                }
+                sleep_usec(r->args->poll_usec);
+        }
+}
+
+/* A login pod's replacement: the old one gone, and as many Ready, current
+ * login pods as were Ready before. */
+static int wait_login(Rollout *r, const RolloutPod *old, size_t ready_before) {
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + r->args->pod_timeout_usec;
+
+        for (;;) {
+                size_t ready = 0;
+                bool old_seen = false;
+                int k = list_pods(r, ROLE_LOGIN);
+
+                if (k < 0)
+                        return k;
+                for (size_t i = 0; i < r->n_pods[ROLE_LOGIN]; i++) {
+                        const RolloutPod *p = &r->pods[ROLE_LOGIN][i];
+                        old_seen |= streq(p->uid, old->uid);
+                        ready += p->ready && !p->terminating && p->verdict == VERDICT_CURRENT;
+                }
+                if (!old_seen && ready >= ready_before)
+                        return 0;
+                if (now_usec(CLOCK_MONOTONIC) >= deadline) {
+                        say(r, "Timed out waiting for the replacement of login pod %s.", old->name);
+                        return -ETIME;
+                }
+                sleep_usec(r->args->poll_usec);
+        }
+}
+
+/* ---------------------------------------------------------------------------
+ * The actions */
+
+static int replace_worker(Rollout *r, const RolloutPod *p) {
+        char *name = p->node;
+        SlurmNode before = {};
+        const SlurmNode *n;
+        int k;
+
+        say(r, "replace: worker pod %s (node %s)", p->name, p->node);
+        k = read_nodes(r);
+        if (k < 0)
+                return k;
+        n = slurm_node_list_find(r->nodes, p->node);
+        if (n)
+                before = (SlurmNode){.boot_time_sec = n->boot_time_sec,
+                                     .slurmd_start_time_sec = n->slurmd_start_time_sec};
+        k = delete_pod(r, p);
+        if (k >= 0)
+                k = wait_replacement(r, p, n ? &before : NULL);
+        if (k < 0) {
+                step(r, "replace", p->name, k == -ETIME ? "timeout" : "failed", p->node);
+                return k;
+        }
+        /* The preStop hook left it DOWN with its own reason: hold it with ours
+         * until the resume, so a later run knows it. */
+        k = set_nodes(r, &name, 1, true);
+        if (k < 0)
+                return k;
+        step(r, "replace", p->name, "done", p->node);
+        say(r, "  pod %s replaced: Ready, %s=True, node %s registered", p->name,
+            r->args->condition_type, p->node);
+        return 0;
+}
+
+/* Drains the nodes of a batch of stale workers, waits for their jobs, and
+ * replaces the pods one at a time. */
+static int do_workers(Rollout *r, RolloutPod *const *batch, size_t n) {
+        _cleanup_free_ char **names = calloc(n + 1, sizeof(char *));
+        size_t m = 0;
+        int k;
+
+        if (!names)
+                return log_oom();
+        for (size_t i = 0; i < n; i++)
+                names[m++] = batch[i]->node;
+        if (m == 0)
+                return 0;
+        say(r, "drain: %zu node(s), reason \"" ROLLOUT_REASON_PREFIX "%s: ...\"", m, r->id);
+        k = read_nodes(r);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < m; i++) {
+                const SlurmNode *node = slurm_node_list_find(r->nodes, names[i]);
+                NodeClaim c = node ? claim_of(r, node) : CLAIM_FOREIGN;
+
+                /* Held already (an earlier run): nothing to do. */
+                if (c == CLAIM_OURS)
+                        continue;
+                /* Someone took it out of service since the plan: never overwrite that. */
+                if (c == CLAIM_FOREIGN || c == CLAIM_OTHER_ROLLOUT) {
+                        say(r, "blocked: node %s is now %s, reason \"%s\": not draining it.",
+                            names[i], node ? node->state : "unknown to Slurm",
+                            node ? node->reason : "");
+                        step(r, "drain", names[i], "blocked", node ? node->reason : NULL);
+                        return -EBUSY;
+                }
+                k = set_nodes(r, &names[i], 1, true);
+                if (k < 0) {
+                        step(r, "drain", names[i], "failed", NULL);
+                        return k;
+                }
+                step(r, "drain", names[i], "done", NULL);
+        }
+        k = wait_jobs(r, names, m);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < n; i++) {
+                k = replace_worker(r, batch[i]);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+/* slurmctld marks a resumed node not responding until its next ping: wait
+ * for that, so "back in service" is what the summary says. Not an error
+ * when it takes longer: the summary shows the state. */
+static int wait_responding(Rollout *r, char **names, size_t n) {
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + ROLLOUT_RESPONDING_USEC;
+
+        for (;;) {
+                size_t waiting = 0;
+                int k = read_nodes(r);
+
+                if (k < 0)
+                        return k;
+                for (size_t i = 0; i < n; i++) {
+                        const SlurmNode *node = slurm_node_list_find(r->nodes, names[i]);
+                        waiting += !node || (node->flags & SLURM_NODE_NOT_RESPONDING);
+                }
+                if (waiting == 0)
+                        return 0;
+                if (now_usec(CLOCK_MONOTONIC) >= deadline) {
+                        say(r, "  %zu resumed node(s) still not responding to slurmctld.", waiting);
+                        return 0;
+                }
+                sleep_usec(r->args->poll_usec);
+        }
+}
+
+static int resume_held(Rollout *r, bool only_unreplaced) {
+        char **names = NULL;
+        size_t m = 0;
+        int k;
+
+        /* Fresh views: which pods were replaced, which nodes are held. */
+        k = list_pods(r, ROLE_WORKER);
+        if (k >= 0)
+                k = read_nodes(r);
+        if (k < 0)
+                return k;
+        names = calloc(r->nodes->n_nodes + 1, sizeof(char *));
+        if (!names)
+                return log_oom();
+        for (size_t i = 0; i < r->nodes->n_nodes; i++) {
+                SlurmNode *n = &r->nodes->nodes[i];
+                const RolloutPod *p = worker_of_node(r, n->name);
+                bool replaced =
+                        claim_of(r, n) == CLAIM_REPLACED || (p && p->verdict == VERDICT_CURRENT);
+
+                if (!held(r, n))
+                        continue;
+                if (only_unreplaced && replaced) {
+                        say(r,
+                            "  node %s was replaced and stays out of service: check it, then "
+                            "`scontrol update nodename=%s state=resume`",
+                            n->name, n->name);
+                        step(r, "keep", n->name, "replaced", NULL);
+                        continue;
+                }
+                if (!only_unreplaced && p && p->verdict != VERDICT_CURRENT)
+                        continue; /* not replaced yet: apply goes on with it */
+                /* copies: reading the nodes again frees r->nodes */
+                names[m] = strdup(n->name);
+                if (!names[m]) {
+                        slurm_names_free(names);
+                        return log_oom();
+                }
+                m++;
+        }
+        if (m == 0) {
+                free(names);
+                return 0;
+        }
+        for (size_t i = 0; i < m; i++)
+                say(r, "resume: node %s", names[i]);
+        k = set_nodes(r, names, m, false);
+        for (size_t i = 0; i < m; i++)
+                step(r, "resume", names[i], k < 0 ? "failed" : "done", NULL);
+        if (k >= 0)
+                k = wait_responding(r, names, m);
+        slurm_names_free(names);
+        return k;
+}
+
+static int apply(Rollout *r) {
+        RolloutPod *copies = calloc(r->n_pods[ROLE_WORKER] + 1, sizeof(RolloutPod));
+        _cleanup_free_ RolloutPod **workers =
+                calloc(r->n_pods[ROLE_WORKER] + 1, sizeof(RolloutPod *));
+        size_t n = 0, ready_logins = 0;
+        int k = 0;
+
+        if (!copies || !workers) {
+                free(copies);
+                return log_oom();
+        }
+        /* Copies: waiting reads the pods again, which replaces r->pods. */
+        for (size_t i = 0; i < r->n_pods[ROLE_WORKER] && k >= 0; i++) {
+                const RolloutPod *p = &r->pods[ROLE_WORKER][i];
+
+                if (!wanted(r, p))
+                        continue;
+                copies[n] = (RolloutPod){.name = strdup(p->name),
+                                         .uid = strdup(p->uid),
+                                         .node = strdup(p->node),
+                                         .role = ROLE_WORKER};
+                workers[n] = &copies[n];
+                if (!copies[n].name || !copies[n].uid || !copies[n++].node)
+                        k = log_oom();
+        }
+
+        if (k >= 0 && !r->args->rolling)
+                k = do_workers(r, workers, n);
+        else
+                for (size_t i = 0; k >= 0 && i < n; i += r->args->batch) {
+                        size_t m = n - i < r->args->batch ? n - i : r->args->batch;
+
+                        k = do_workers(r, workers + i, m);
+                        if (k >= 0)
+                                k = resume_held(r, false);
+                }
+        rollout_pods_free(copies, n);
+        if (k < 0)
+                return k;
+
+        for (size_t i = 0; i < r->n_pods[ROLE_LOGIN]; i++)
+                ready_logins += r->pods[ROLE_LOGIN][i].ready;
+        for (size_t i = 0; i < r->n_pods[ROLE_LOGIN]; i++) {
+                _cleanup_(rollout_pod_done) RolloutPod p = {};
+                const RolloutPod *q = &r->pods[ROLE_LOGIN][i];
+
+                if (!wanted(r, q))
+                        continue;
+                /* a copy: waiting lists the login pods again */
+                p = (RolloutPod){
+                        .name = strdup(q->name), .uid = strdup(q->uid), .role = ROLE_LOGIN};
+                if (!p.name || !p.uid)
+                        return log_oom();
+                say(r, "replace: login pod %s", p.name);
+                k = delete_pod(r, &p);
+                if (k >= 0)
+                        k = wait_login(r, &p, ready_logins);
+                step(r, "replace", p.name,
+                     k == -ETIME ? "timeout"
+                     : k < 0     ? "failed"
+                                 : "done",
+                     NULL);
+                if (k < 0)
+                        return k;
+                i = (size_t) -1; /* the list changed: start over, skipping the current */
+        }
+
+        /* Only now, with every worker and login pod healthy (the guide). */
+        return resume_held(r, false);
+}
+
+/* ---------------------------------------------------------------------------
+ * The command */
+
+static void help(void) {
+        printf("Usage: aicr-enroot-agent rollout [plan|apply|status|abort] [OPTIONS]\n\n"
+               "Replaces exactly the worker and login pods whose agent reports the enroot\n"
+               "configuration as drifted, following the maintenance procedure: drain their\n"
+               "Slurm nodes, wait for their jobs, replace worker pods one at a time, then login\n"
+               "pods, then resume the nodes this rollout drained. Every reason it sets names\n"
+               "the rollout, so an interrupted rollout is found again from the cluster.\n\n"
+               "  plan (default)            print what apply would do; change nothing\n"
+               "  apply                     do it (continues an interrupted rollout)\n"
+               "  status                    what a rollout in progress holds and what is left\n"
+               "  abort                     resume the nodes this rollout drained and did not\n"
+               "                            replace\n\n"
+               "  --namespace NS            the Slurm namespace (default $POD_NAMESPACE, else "
+               "slurm)\n"
+               "  --kube-api URL            https://HOST:PORT, or http://127.0.0.1:PORT through\n"
+               "                            kubectl proxy (default: in-cluster)\n"
+               "  --serviceaccount-dir DIR  token and ca.crt for https (default in-cluster)\n"
+               "  --worker-selector SEL     default " ROLLOUT_DEFAULT_WORKERS "\n"
+               "  --login-selector SEL      default " ROLLOUT_DEFAULT_LOGINS "\n"
+               "  --node-name hostname|pod  a worker's Slurm node: spec.hostname when set "
+               "(default),\n"
+               "                            or always the pod name\n"
+               "  --condition-type TYPE     default " CONDITION_DEFAULT_TYPE "\n"
+               "  --strategy window|rolling window: drain all, replace, resume (the guide's);\n"
+               "                            rolling: --batch nodes at a time (default 1)\n"
+               "  --exclude NODE            leave this node alone (repeatable)\n"
+               "  --jobs-timeout SECONDS    wait this long for jobs to end (default 86400)\n"
+               "  --pod-timeout SECONDS     wait this long for each replacement (default 600)\n"
+               "  --poll-interval MS        how often to look while waiting (default 2000)\n"
+               "  --rollout-id ID           continue or abort this rollout\n"
+               "  --format text|json        json: a report on stdout, progress on stderr\n"
+               "  --sinfo, --squeue, --scontrol PATH   the Slurm commands\n\n"
+               "Exit status: 0 done or nothing to do; 1 plan/status: work to do, or blocked\n"
+               "(nothing changed); 2 bad option; 3 a step failed or timed out.\n");
+}
+
+static int parse_seconds(const char *opt, const char *s, uint64_t unit, uint64_t *ret) {
+        char *end;
+        unsigned long long v;
+
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno || *end || end == s || *s == '-' || v == 0 || v > 1000000000ull) {
+                log_error("%s: \"%s\" is not a positive number.", opt, s);
+                return -EINVAL;
+        }
+        *ret = v * unit;
+        return 0;
+}
+
+static int parse_args(int argc, char **argv, Args *a) {
+        static const struct option options[] = {
+                {"namespace", required_argument, NULL, 'n'},
+                {"kube-api", required_argument, NULL, 'A'},
+                {"serviceaccount-dir", required_argument, NULL, 'S'},
+                {"worker-selector", required_argument, NULL, 'w'},
+                {"login-selector", required_argument, NULL, 'l'},
+                {"node-name", required_argument, NULL, 'N'},
+                {"condition-type", required_argument, NULL, 't'},
+                {"strategy", required_argument, NULL, 's'},
+                {"batch", required_argument, NULL, 'b'},
+                {"exclude", required_argument, NULL, 'x'},
+                {"jobs-timeout", required_argument, NULL, 'J'},
+                {"pod-timeout", required_argument, NULL, 'P'},
+                {"poll-interval", required_argument, NULL, 'i'},
+                {"rollout-id", required_argument, NULL, 'r'},
+                {"format", required_argument, NULL, 'f'},
+                {"sinfo", required_argument, NULL, '1'},
+                {"squeue", required_argument, NULL, '2'},
+                {"scontrol", required_argument, NULL, '3'},
+                {"help", no_argument, NULL, 'h'},
+                {},
+        };
+        uint64_t v;
+        int c;
+
+        *a = (Args){
+                .namespace = getenv("POD_NAMESPACE"),
+                .sa_dir = OPTIONS_DEFAULT_SERVICEACCOUNT_DIR,
+                .condition_type = CONDITION_DEFAULT_TYPE,
+                .selector = {ROLLOUT_DEFAULT_WORKERS, ROLLOUT_DEFAULT_LOGINS},
+                .node_from_hostname = true,
+                .batch = 1,
+                .jobs_timeout_usec = 86400ull * 1000000u,
+                .pod_timeout_usec = 600ull * 1000000u,
+                .poll_usec = 2000ull * 1000u,
+                .self = getenv("POD_NAME"),
+        };
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'n':
+                        a->namespace = optarg;
+                        break;
+                case 'A':
+                        a->kube_api = optarg;
+                        break;
+                case 'S':
+                        a->sa_dir = optarg;
+                        break;
+                case 'w':
+                        a->selector[ROLE_WORKER] = optarg;
+                        break;
+                case 'l':
+                        a->selector[ROLE_LOGIN] = optarg;
+                        break;
+                case 'N':
+                        if (!streq(optarg, "hostname") && !streq(optarg, "pod")) {
+                                log_error("--node-name: \"%s\" is not hostname or pod.", optarg);
+                                return -EINVAL;
+                        }
+                        a->node_from_hostname = streq(optarg, "hostname");
+                        break;
+                case 't':
+                        if (!condition_type_is_valid(optarg)) {
+                                log_error("--condition-type: \"%s\" is not a qualified name.",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        a->condition_type = optarg;
+                        break;
+                case 's':
+                        if (!streq(optarg, "window") && !streq(optarg, "rolling")) {
+                                log_error("--strategy: \"%s\" is not window or rolling.", optarg);
+                                return -EINVAL;
+                        }
+                        a->rolling = streq(optarg, "rolling");
+                        break;
+                case 'b':
+                        if (parse_seconds("--batch", optarg, 1, &v) < 0)
+                                return -EINVAL;
+                        a->batch = v > 65536 ? 65536 : (unsigned) v;
+                        break;
+                case 'x':
+                        if (a->n_excludes >= ROLLOUT_MAX_EXCLUDES) {
+                                log_error("--exclude: more than %u nodes.", ROLLOUT_MAX_EXCLUDES);
+                                return -EINVAL;
+                        }
+                        a->excludes[a->n_excludes++] = optarg;
+                        break;
+                case 'J':
+                        if (parse_seconds("--jobs-timeout", optarg, 1000000u,
+                                          &a->jobs_timeout_usec) < 0)
+                                return -EINVAL;
+                        break;
+                case 'P':
+                        if (parse_seconds("--pod-timeout", optarg, 1000000u, &a->pod_timeout_usec) <
+                            0)
+                                return -EINVAL;
+                        break;
+                case 'i':
+                        if (parse_seconds("--poll-interval", optarg, 1000u, &a->poll_usec) < 0)
+                                return -EINVAL;
+                        break;
+                case 'r':
+                        if (!rollout_id_parse(optarg, NULL)) {
+                                log_error("--rollout-id: \"%s\" is not a rollout id "
+                                          "(YYYYMMDDTHHMMSSZ).",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        a->rollout_id = optarg;
+                        break;
+                case 'f':
+                        if (!streq(optarg, "text") && !streq(optarg, "json")) {
+                                log_error("--format: \"%s\" is not text or json.", optarg);
+                                return -EINVAL;
+                        }
+                        a->json = streq(optarg, "json");
+                        break;
+                case '1':
+                        a->slurm.sinfo = optarg;
+                        break;
+                case '2':
+                        a->slurm.squeue = optarg;
+                        break;
+                case '3':
+                        a->slurm.scontrol = optarg;
+                        break;
+                case 'h':
+                        help();
+                        return 1;
+                default:
+                        log_error("Try \"aicr-enroot-agent rollout --help\".");
+                        return -EINVAL;
+                }
+        if (optind < argc) {
+                size_t i;
+                for (i = 0; i < ELEMENTSOF(action_names); i++)
+                        if (streq(argv[optind], action_names[i]))
+                                break;
+                if (i == ELEMENTSOF(action_names) || optind + 1 < argc) {
+                        log_error("rollout: \"%s\" is not plan, apply, status or abort.",
+                                  argv[optind]);
+                        return -EINVAL;
+                }
+                a->action = (Action) i;
+        }
+        return 0;
+}
+
+static int connect_kube(Rollout *r) {
+        const Args *a = r->args;
+        _cleanup_free_ char *url = NULL, *ca = NULL, *token = NULL;
+        const char *host = getenv("KUBERNETES_SERVICE_HOST"),
+                   *port = getenv("KUBERNETES_SERVICE_PORT");
+        bool plain;
+        int k;
+
+        if (a->kube_api)
+                url = strdup(a->kube_api);
+        else if (host && *host)
+                k = asprintf(&url, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
+                             port && *port ? port : "443");
+        else {
+                log_error("The API server is unknown: give --kube-api (for example "
+                          "http://127.0.0.1:8001 through `kubectl proxy`) or run in a pod.");
+                return -EINVAL;
+        }
+        if (!url)
+                return log_oom();
+        plain = startswith(url, "http://");
+        if (!plain && (asprintf(&ca, "%s/ca.crt", a->sa_dir) < 0 ||
+                       asprintf(&token, "%s/token", a->sa_dir) < 0))
+                return log_oom();
+        if (ca && access(ca, R_OK) < 0) {
+                /* not in a pod: the system's CAs, and no token */
+                free(ca);
+                free(token);
+                ca = token = NULL;
+        }
+        r->namespace =
+                strdup(a->namespace && *a->namespace ? a->namespace : ROLLOUT_DEFAULT_NAMESPACE);
+        if (!r->namespace)
+                return log_oom();
+        k = sd_event_new(&r->event);
+        if (k < 0)
+                return log_error_errno(k, "Cannot create an event loop: %m");
+        k = kube_client_new(r->event,
+                            &(KubeConfig){.api_url = url,
+                                          .ca_file = ca,
+                                          .token_file = token,
+                                          .user_agent = PACKAGE_NAME "-rollout/" PACKAGE_VERSION},
+                            &r->kube);
+        if (k == -EPROTONOSUPPORT)
+                return log_error_errno(k,
+                                       "--kube-api: \"%s\" is neither https:// nor http:// to "
+                                       "this machine (kubectl proxy).",
+                                       url);
+        if (k < 0)
+                return log_error_errno(k, "Cannot use the API server %s: %m", url);
+        return 0;
+}
+
+static void rollout_done(Rollout *r) {
+        kube_client_free(r->kube);
+        sd_event_unref(r->event);
+        slurm_client_free(r->slurm);
+        for (RolloutRole role = 0; role < _ROLE_MAX; role++)
+                rollout_pods_free(r->pods[role], r->n_pods[role]);
+        slurm_node_list_free(r->nodes);
+        json_decref(r->report);
+        json_decref(r->steps);
+        free(r->namespace);
+}
+
+static int finish(Rollout *r, int status, const char *result) {
+        say(r, "%s", result);
+        if (r->args->json) {
+                (void) json_object_set_new(r->report, "result", json_string(result));
+                (void) json_object_set(r->report, "steps", r->steps);
+                (void) json_object_set_new(r->report, "exit_status", json_integer(status));
+                if (report_print_json(json_incref(r->report), stdout) < 0)
+                        return EXIT_ROLLOUT_FAILED;
+        }
+        return status;
+}
+
+int cmd_rollout(int argc, char **argv) {
+        _cleanup_(rollout_done) Rollout r = {};
+        Args a;
+        size_t work, blockers;
+        int k;
+
+        k = parse_args(argc, argv, &a);
+        if (k != 0)
+                return k > 0 ? EXIT_ROLLOUT_DONE : EXIT_ROLLOUT_USAGE;
+        r.args = &a;
+        r.report = json_object();
+        r.steps = json_array();
+        if (!r.report || !r.steps)
+                return log_oom(), EXIT_ROLLOUT_FAILED;
+
+        if (connect_kube(&r) < 0)
+                return EXIT_ROLLOUT_USAGE;
+        k = slurm_client_new(&a.slurm, &r.slurm);
+        if (k < 0)
+                return log_error_errno(k, "Cannot set up the Slurm commands: %m"),
+                       EXIT_ROLLOUT_USAGE;
+        if (load(&r) < 0)
+                return finish(&r, EXIT_ROLLOUT_FAILED, "failed: could not read the cluster");
+
+        (void) json_object_set_new(r.report, "rollout_id", json_string(r.id));
+        (void) json_object_set_new(r.report, "action", json_string(action_names[a.action]));
+        (void) json_object_set_new(r.report, "strategy",
+                                   json_string(a.rolling ? "rolling" : "window"));
+        (void) json_object_set_new(r.report, "in_progress", json_boolean(r.id_found));
+
+        say(&r, "rollout %s%s (%s), namespace %s:", r.id, r.id_found ? " (in progress)" : "",
+            a.rolling ? "rolling" : "window", r.namespace);
+        describe(&r);
+        work = count_work(&r);
+        blockers = report_blockers(&r);
+
+        switch (a.action) {
+        case ACTION_PLAN:
+        case ACTION_STATUS:
+                if (blockers > 0)
+                        return finish(&r, EXIT_ROLLOUT_BLOCKED, "blocked");
+                if (work == 0)
+                        return finish(&r, EXIT_ROLLOUT_DONE, "nothing to do: every pod is current");
+                return finish(&r, EXIT_ROLLOUT_BLOCKED,
+                              a.action == ACTION_PLAN
+                                      ? "planned: run `rollout apply` to do it"
+                                      : "in progress: `rollout apply` continues, "
+                                        "`rollout abort` returns the drained nodes");
+        case ACTION_ABORT:
+                if (!r.id_found && !a.rollout_id)
+                        return finish(&r, EXIT_ROLLOUT_DONE, "nothing to abort");
+                k = resume_held(&r, true);
+                return finish(&r, k < 0 ? EXIT_ROLLOUT_FAILED : EXIT_ROLLOUT_DONE,
+                              k < 0 ? "failed: see the messages above" : "aborted");
+        case ACTION_APPLY:
+                if (blockers > 0)
+                        return finish(&r, EXIT_ROLLOUT_BLOCKED, "blocked: nothing was changed");
+                if (work == 0)
+                        return finish(&r, EXIT_ROLLOUT_DONE, "nothing to do: every pod is current");
+                r.applying = true;
+                k = apply(&r);
+                if (k < 0) {
+                        say(&r,
+                            "Stopped. The nodes this rollout holds carry reasons starting with "
+                            "\"" ROLLOUT_REASON_PREFIX "%s\": `rollout status` shows them, "
+                            "`rollout apply` continues, `rollout abort` returns those not "
+                            "replaced.",
+                            r.id);
+                        return finish(&r, EXIT_ROLLOUT_FAILED,
+                                      k == -ETIME ? "timed out" : "failed");
+                }
+                /* Verify: read everything again. */
+                if (load(&r) < 0)
+                        return finish(&r, EXIT_ROLLOUT_FAILED, "failed: could not verify");
+                describe(&r);
+                return finish(&r, count_work(&r) == 0 ? EXIT_ROLLOUT_DONE : EXIT_ROLLOUT_FAILED,
+                              count_work(&r) == 0 ? "done: every pod is current and every node "
+                                                    "this rollout drained is back in service"
+                                                  : "incomplete: see the pods above");
+        }
+        return EXIT_ROLLOUT_FAILED;
+}

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rollout.h"
+
+static const char *const role_names[_ROLE_MAX] = {
+        [ROLE_WORKER] = "worker",
+        [ROLE_LOGIN] = "login",
+};
+
+static const char *const verdict_names[_VERDICT_MAX] = {
+        [VERDICT_STALE] = "stale",
+        [VERDICT_CURRENT] = "current",
+        [VERDICT_UNKNOWN] = "unknown",
+};
+
+static const char *const claim_names[_CLAIM_MAX] = {
+        [CLAIM_AVAILABLE] = "available", [CLAIM_OURS] = "ours",
+        [CLAIM_REPLACED] = "replaced",   [CLAIM_OTHER_ROLLOUT] = "other-rollout",
+        [CLAIM_FOREIGN] = "foreign",
+};
+
+const char *rollout_role_to_string(RolloutRole r) {
+        return r >= 0 && r < _ROLE_MAX ? role_names[r] : NULL;
+}
+
+const char *pod_verdict_to_string(PodVerdict v) {
+        return v >= 0 && v < _VERDICT_MAX ? verdict_names[v] : NULL;
+}
+
+const char *node_claim_to_string(NodeClaim c) {
+        return c >= 0 && c < _CLAIM_MAX ? claim_names[c] : NULL;
+}
+
+void rollout_pod_done(RolloutPod *p) {
+        free(p->name);
+        free(p->uid);
+        free(p->node);
+        free(p->why);
+        *p = (RolloutPod){};
+}
+
+RolloutPod *rollout_pods_free(RolloutPod *pods, size_t n) {
+        for (size_t i = 0; pods && i < n; i++)
+                rollout_pod_done(&pods[i]);
+        free(pods);
+        return NULL;
+}
+
+static const char *string_at(const json_t *o, const char *a, const char *b) {
+        const json_t *x = json_object_get(o, a);
+        return json_string_value(b ? json_object_get(x, b) : x);
+}
+
+static bool condition_true(const json_t *conditions, const char *type) {
+        const json_t *c = condition_find(conditions, type);
+        const char *s = json_string_value(json_object_get(c, "status"));
+        return s && streq(s, "True");
+}
+
+int rollout_pod_from_json(const json_t *pod, RolloutRole role, const char *condition_type,
+                          bool node_from_hostname, RolloutPod *ret, const char **ret_error) {
+        _cleanup_(rollout_pod_done) RolloutPod p = {.role = role};
+        const char *name = string_at(pod, "metadata", "name"),
+                   *uid = string_at(pod, "metadata", "uid"),
+                   *hostname = string_at(pod, "spec", "hostname");
+        const json_t *conditions = json_object_get(json_object_get(pod, "status"), "conditions");
+        const json_t *c = condition_find(conditions, condition_type);
+        const char *status = json_string_value(json_object_get(c, "status")),
+                   *reason = json_string_value(json_object_get(c, "reason"));
+
+        if (!name || !*name || !uid || !*uid) {
+                if (ret_error)
+                        *ret_error = "a pod without metadata.name or metadata.uid";
+                return -EBADMSG;
+        }
+        p.name = strdup(name);
+        p.uid = strdup(uid);
+        if (!p.name || !p.uid)
+                return -ENOMEM;
+        if (role == ROLE_WORKER) {
+                p.node = strdup(node_from_hostname && hostname && *hostname ? hostname : name);
+                if (!p.node)
+                        return -ENOMEM;
+        }
+        p.verdict = !status                  ? VERDICT_UNKNOWN
+                    : streq(status, "False") ? VERDICT_STALE
+                    : streq(status, "True")  ? VERDICT_CURRENT
+                                             : VERDICT_UNKNOWN;
+        if (c)
+                p.why = strdup(reason && *reason ? reason : status);
+        else if (asprintf(&p.why, "no %s condition (is the agent running in it?)", condition_type) <
+                 0)
+                p.why = NULL;
+        if (!p.why)
+                return -ENOMEM;
+        p.ready = condition_true(conditions, "Ready");
+        p.terminating = json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp") &&
+                        !json_is_null(json_object_get(json_object_get(pod, "metadata"),
+                                                      "deletionTimestamp"));
+        *ret = p;
+        p = (RolloutPod){};
+        return 0;
+}
+
+static int compare_pods(const void *a, const void *b) {
+        return strcmp(((const RolloutPod *) a)->name, ((const RolloutPod *) b)->name);
+}
+
+int rollout_pods_from_list(const json_t *list, RolloutRole role, const char *condition_type,
+                           bool node_from_hostname, RolloutPod **ret_pods, size_t *ret_n,
+                           const char **ret_error) {
+        const json_t *items = json_object_get(list, "items"), *pod;
+        RolloutPod *pods;
+        size_t n = 0, i;
+        int r;
+
+        if (!json_is_array(items)) {
+                if (ret_error)
+                        *ret_error = "the answer is not a PodList";
+                return -EBADMSG;
+        }
+        if (json_array_size(items) > ROLLOUT_MAX_PODS)
+                return -ENOBUFS;
+        pods = calloc(json_array_size(items) + 1, sizeof(RolloutPod));
+        if (!pods)
+                return -ENOMEM;
+        json_array_foreach(items, i, pod) {
+                r = rollout_pod_from_json(pod, role, condition_type, node_from_hostname, &pods[n],
+                                          ret_error);
+                if (r < 0) {
+                        rollout_pods_free(pods, n);
+                        return r;
+                }
+                n++;
+        }
+        qsort(pods, n, sizeof(RolloutPod), compare_pods);
+        *ret_pods = pods;
+        *ret_n = n;
+        return 0;
+}
+
+void rollout_id_format(uint64_t now_usec, char buf[static ROLLOUT_ID_BYTES]) {
+        time_t t = (time_t) (now_usec / 1000000u);
+        struct tm tm;
+
+        if (!gmtime_r(&t, &tm) || strftime(buf, ROLLOUT_ID_BYTES, "%Y%m%dT%H%M%SZ", &tm) == 0)
+                (void) snprintf(buf, ROLLOUT_ID_BYTES, "19700101T000000Z");
+}
+
+bool rollout_id_parse(const char *id, int64_t *ret_sec) {
+        struct tm tm = {};
+        const char *end;
+
+        if (strlen(id) != ROLLOUT_ID_BYTES - 1)
+                return false;
+        for (size_t i = 0; i < ROLLOUT_ID_BYTES - 1; i++) {
+                bool digit = id[i] >= '0' && id[i] <= '9';
+                if ((i == 8 && id[i] != 'T') || (i == 15 && id[i] != 'Z') ||
+                    (i != 8 && i != 15 && !digit))
+                        return false;
+        }
+        end = strptime(id, "%Y%m%dT%H%M%SZ", &tm);
+        if (!end || *end)
+                return false;
+        if (ret_sec)
+                *ret_sec = (int64_t) timegm(&tm);
+        return true;
+}
+
+char *rollout_reason(const char *id) {
+        char *s;
+
+        if (asprintf(&s, ROLLOUT_REASON_PREFIX "%s: enroot configuration update", id) < 0)
+                return NULL;
+        return s;
+}
+
+bool rollout_reason_id(const char *reason, char buf[static ROLLOUT_ID_BYTES]) {
+        const char *p = reason ? startswith(reason, ROLLOUT_REASON_PREFIX) : NULL;
+
+        if (!p || strlen(p) < ROLLOUT_ID_BYTES - 1)
+                return false;
+        memcpy(buf, p, ROLLOUT_ID_BYTES - 1);
+        buf[ROLLOUT_ID_BYTES - 1] = '\0';
+        if (p[ROLLOUT_ID_BYTES - 1] != ':' && p[ROLLOUT_ID_BYTES - 1] != '\0')
+                return false;
+        return rollout_id_parse(buf, NULL);
+}
+
+NodeClaim rollout_node_claim(const SlurmNode *n, const char *id) {
+        char other[ROLLOUT_ID_BYTES];
+        int64_t start = 0;
+
+        if (rollout_reason_id(n->reason, other))
+                return id && streq(other, id) ? CLAIM_OURS : CLAIM_OTHER_ROLLOUT;
+        /* The preStop reason, written after this rollout began, on a node
+         * that is down: the rollout replaced its pod. */
+        if (id && streq(n->reason, ROLLOUT_PRESTOP_REASON) && rollout_id_parse(id, &start) &&
+            n->reason_time_sec >= start)
+                return CLAIM_REPLACED;
+        if (slurm_node_is_unavailable(n))
+                return CLAIM_FOREIGN;
+        return CLAIM_AVAILABLE;
+}

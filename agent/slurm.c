@@ -1,0 +1,1806 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <ctype.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "log.h"
+#include "slurm.h"
+#include "strbuf.h"
+
+extern char **environ;
+
+/* ------------------------------------------------------------------------ */
+/* Names */
+
+static const char *const node_base_names[_SLURM_NODE_BASE_MAX] = {
+        [SLURM_NODE_UNKNOWN] = "UNKNOWN", [SLURM_NODE_DOWN] = "DOWN",
+        [SLURM_NODE_IDLE] = "IDLE",       [SLURM_NODE_ALLOCATED] = "ALLOCATED",
+        [SLURM_NODE_ERROR] = "ERROR",     [SLURM_NODE_MIXED] = "MIXED",
+        [SLURM_NODE_FUTURE] = "FUTURE",
+};
+
+typedef struct FlagName {
+        uint32_t flag;
+        const char *name;
+} FlagName;
+
+/* Slurm's node_state_flags[] table (src/common/slurm_protocol_defs.c), and
+ * the older spellings MAINT and NO_RESPOND. */
+static const FlagName node_flag_names[] = {
+        {SLURM_NODE_DRAIN, "DRAIN"},
+        {SLURM_NODE_COMPLETING, "COMPLETING"},
+        {SLURM_NODE_NOT_RESPONDING, "NOT_RESPONDING"},
+        {SLURM_NODE_FAIL, "FAIL"},
+        {SLURM_NODE_REBOOT_REQUESTED, "REBOOT_REQUESTED"},
+        {SLURM_NODE_REBOOT_ISSUED, "REBOOT_ISSUED"},
+        {SLURM_NODE_MAINTENANCE, "MAINTENANCE"},
+        {SLURM_NODE_RESERVED, "RESERVED"},
+        {SLURM_NODE_POWER_DOWN, "POWER_DOWN"},
+        {SLURM_NODE_POWER_UP, "POWER_UP"},
+        {SLURM_NODE_POWERED_DOWN, "POWERED_DOWN"},
+        {SLURM_NODE_POWERING_DOWN, "POWERING_DOWN"},
+        {SLURM_NODE_POWERING_UP, "POWERING_UP"},
+        {SLURM_NODE_CLOUD, "CLOUD"},
+        {SLURM_NODE_INVALID_REG, "INVALID_REG"},
+        {SLURM_NODE_DYNAMIC_FUTURE, "DYNAMIC_FUTURE"},
+        {SLURM_NODE_DYNAMIC_NORM, "DYNAMIC_NORM"},
+        {SLURM_NODE_PLANNED, "PLANNED"},
+        {SLURM_NODE_RESUME, "RESUME"},
+        {SLURM_NODE_PERFCTRS, "PERFCTRS"},
+        {SLURM_NODE_BLOCKED, "BLOCKED"},
+        {SLURM_NODE_EXTERNAL, "EXTERNAL"},
+        {SLURM_NODE_MAINTENANCE, "MAINT"},
+        {SLURM_NODE_NOT_RESPONDING, "NO_RESPOND"},
+};
+
+/* Slurm's job_state_string() words, base states and flags. */
+static const FlagName job_state_names[] = {
+        {SLURM_JOB_PENDING, "PENDING"},       {SLURM_JOB_RUNNING, "RUNNING"},
+        {SLURM_JOB_SUSPENDED, "SUSPENDED"},   {SLURM_JOB_COMPLETED, "COMPLETED"},
+        {SLURM_JOB_CANCELLED, "CANCELLED"},   {SLURM_JOB_FAILED, "FAILED"},
+        {SLURM_JOB_TIMEOUT, "TIMEOUT"},       {SLURM_JOB_NODE_FAIL, "NODE_FAIL"},
+        {SLURM_JOB_PREEMPTED, "PREEMPTED"},   {SLURM_JOB_BOOT_FAIL, "BOOT_FAIL"},
+        {SLURM_JOB_DEADLINE, "DEADLINE"},     {SLURM_JOB_OUT_OF_MEMORY, "OUT_OF_MEMORY"},
+        {SLURM_JOB_COMPLETING, "COMPLETING"}, {SLURM_JOB_CONFIGURING, "CONFIGURING"},
+        {SLURM_JOB_STOPPED, "STOPPED"},       {SLURM_JOB_RESIZING, "RESIZING"},
+        {SLURM_JOB_REQUEUED, "REQUEUED"},     {SLURM_JOB_SIGNALING, "SIGNALING"},
+        {SLURM_JOB_STAGE_OUT, "STAGE_OUT"},   {SLURM_JOB_COMPLETED, "COMPLETE"},
+        {SLURM_JOB_OUT_OF_MEMORY, "OOM"},
+};
+
+static const char *const format_names[_SLURM_FORMAT_MAX] = {
+        [SLURM_FORMAT_AUTO] = "auto",
+        [SLURM_FORMAT_JSON] = "json",
+        [SLURM_FORMAT_TEXT] = "text",
+};
+
+const char *slurm_node_base_to_string(SlurmNodeBase b) {
+        return b >= 0 && b < _SLURM_NODE_BASE_MAX ? node_base_names[b] : NULL;
+}
+
+static const char *flag_to_string(const FlagName *table, size_t n, uint32_t flag) {
+        for (size_t i = 0; i < n; i++)
+                if (table[i].flag == flag)
+                        return table[i].name;
+        return NULL;
+}
+
+const char *slurm_node_flag_to_string(SlurmNodeFlag f) {
+        return flag_to_string(node_flag_names, ELEMENTSOF(node_flag_names), (uint32_t) f);
+}
+
+const char *slurm_job_state_to_string(SlurmJobState s) {
+        return flag_to_string(job_state_names, ELEMENTSOF(job_state_names), (uint32_t) s);
+}
+
+const char *slurm_format_to_string(SlurmFormat f) {
+        return f >= 0 && f < _SLURM_FORMAT_MAX ? format_names[f] : NULL;
+}
+
+SlurmFormat slurm_format_from_string(const char *s) {
+        for (SlurmFormat f = 0; f < _SLURM_FORMAT_MAX; f++)
+                if (s && streq(s, format_names[f]))
+                        return f;
+        return _SLURM_FORMAT_INVALID;
+}
+
+/* State words are upper-case identifiers; JSON 22.05 writes the base in lower case. */
+static bool word_is_valid(const char *w, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (!isalnum((unsigned char) w[i]) && w[i] != '_')
+                        return false;
+        return n > 0;
+}
+
+static bool word_eq(const char *w, size_t n, const char *name) {
+        return strlen(name) == n && strncasecmp(w, name, n) == 0;
+}
+
+static uint32_t flag_from_word(const FlagName *table, size_t n_table, const char *w, size_t n) {
+        for (size_t i = 0; i < n_table; i++)
+                if (word_eq(w, n, table[i].name))
+                        return table[i].flag;
+        return 0;
+}
+
+/* Appends one word, upper case, after a '+' unless first. */
+static int put_word(StrBuf *b, const char *w, size_t n) {
+        int r;
+
+        if (b->len > 0) {
+                r = strbuf_putc(b, '+');
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < n; i++) {
+                r = strbuf_putc(b, (char) toupper((unsigned char) w[i]));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Parses '+'-separated words; with ret_state, also the normalized text
+ * (known base first, then every other word in order). */
+static int node_state_parse(const char *s, SlurmNodeBase *ret_base, uint32_t *ret_flags,
+                            char **ret_state) {
+        /* Room for the base in front of the rest, within SLURM_MAX_TEXT_BYTES. */
+        _cleanup_(strbuf_done) StrBuf rest = STRBUF_INIT(SLURM_MAX_TEXT_BYTES - 32);
+        _cleanup_(strbuf_done) StrBuf out = STRBUF_INIT(SLURM_MAX_TEXT_BYTES);
+        SlurmNodeBase base = _SLURM_NODE_BASE_INVALID;
+        uint32_t flags = 0;
+        int r;
+
+        if (!s || !*s)
+                return -EBADMSG;
+
+        for (const char *p = s;;) {
+                size_t n = strcspn(p, "+");
+                const char *w = p;
+                bool known = false;
+
+                /* Before Slurm 21.08 scontrol wrote "DOWN*" for a node not responding. */
+                if (n > 1 && w[n - 1] == '*') {
+                        flags |= SLURM_NODE_NOT_RESPONDING;
+                        n--;
+                        r = put_word(&rest, "NOT_RESPONDING", strlen("NOT_RESPONDING"));
+                        if (r < 0 && r != -ENOBUFS)
+                                return r;
+                }
+                if (n == 0 || !word_is_valid(w, n))
+                        return -EBADMSG;
+
+                for (SlurmNodeBase b = 0; b < _SLURM_NODE_BASE_MAX; b++)
+                        if (word_eq(w, n, node_base_names[b])) {
+                                known = true;
+                                if (base < 0)
+                                        base = b;
+                                else {
+                                        /* two bases: keep the second as an unknown flag */
+                                        flags |= SLURM_NODE_FLAG_OTHER;
+                                        r = put_word(&rest, w, n);
+                                        if (r < 0 && r != -ENOBUFS)
+                                                return r;
+                                }
+                        }
+                if (!known) {
+                        uint32_t f =
+                                flag_from_word(node_flag_names, ELEMENTSOF(node_flag_names), w, n);
+                        flags |= f ? f : SLURM_NODE_FLAG_OTHER;
+                        r = put_word(&rest, f ? slurm_node_flag_to_string(f) : w,
+                                     f ? strlen(slurm_node_flag_to_string(f)) : n);
+                        if (r < 0 && r != -ENOBUFS)
+                                return r;
+                }
+
+                p += n;
+                if (*p == '*')
+                        p++;
+                if (!*p)
+                        break;
+                p++; /* '+' */
+                if (!*p)
+                        return -EBADMSG;
+        }
+
+        if (ret_state) {
+                if (base >= 0) {
+                        r = strbuf_puts(&out, node_base_names[base]);
+                        if (r < 0)
+                                return r;
+                }
+                if (rest.len > 0) {
+                        if (out.len > 0 && (r = strbuf_putc(&out, '+')) < 0 && r != -ENOBUFS)
+                                return r;
+                        r = strbuf_append(&out, strbuf_str(&rest), rest.len);
+                        if (r < 0 && r != -ENOBUFS)
+                                return r;
+                }
+                *ret_state = strbuf_steal(&out);
+                if (!*ret_state)
+                        return -ENOMEM;
+        }
+        *ret_base = base < 0 ? SLURM_NODE_UNKNOWN : base;
+        *ret_flags = flags;
+        return 0;
+}
+
+int slurm_node_state_parse(const char *s, SlurmNodeBase *ret_base, uint32_t *ret_flags) {
+        return node_state_parse(s, ret_base, ret_flags, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lists and predicates */
+
+static void node_done(SlurmNode *n) {
+        free(n->name);
+        free(n->state);
+        free(n->reason);
+        free(n->reason_user);
+        *n = (SlurmNode){};
+}
+
+SlurmNodeList *slurm_node_list_free(SlurmNodeList *l) {
+        if (!l)
+                return NULL;
+        for (size_t i = 0; i < l->n_nodes; i++)
+                node_done(&l->nodes[i]);
+        free(l->nodes);
+        free(l);
+        return NULL;
+}
+
+const SlurmNode *slurm_node_list_find(const SlurmNodeList *l, const char *name) {
+        if (!l || !name)
+                return NULL;
+        for (size_t i = 0; i < l->n_nodes; i++)
+                if (streq(l->nodes[i].name, name))
+                        return &l->nodes[i];
+        return NULL;
+}
+
+static bool node_has_allocation(const SlurmNode *n) {
+        return n->base == SLURM_NODE_ALLOCATED || n->base == SLURM_NODE_MIXED ||
+               (n->flags & SLURM_NODE_COMPLETING);
+}
+
+bool slurm_node_is_drained(const SlurmNode *n) {
+        return (n->flags & SLURM_NODE_DRAIN) && !node_has_allocation(n);
+}
+
+bool slurm_node_is_draining(const SlurmNode *n) {
+        return (n->flags & SLURM_NODE_DRAIN) && node_has_allocation(n);
+}
+
+bool slurm_node_is_unavailable(const SlurmNode *n) {
+        const uint32_t out_of_service =
+                SLURM_NODE_DRAIN | SLURM_NODE_NOT_RESPONDING | SLURM_NODE_FAIL |
+                SLURM_NODE_REBOOT_REQUESTED | SLURM_NODE_REBOOT_ISSUED | SLURM_NODE_MAINTENANCE |
+                SLURM_NODE_POWER_DOWN | SLURM_NODE_POWERED_DOWN | SLURM_NODE_POWERING_DOWN |
+                SLURM_NODE_POWERING_UP | SLURM_NODE_INVALID_REG | SLURM_NODE_FLAG_OTHER;
+
+        if (n->base != SLURM_NODE_IDLE && n->base != SLURM_NODE_ALLOCATED &&
+            n->base != SLURM_NODE_MIXED)
+                return true;
+        return (n->flags & out_of_service) != 0;
+}
+
+static void job_done(SlurmJob *j) {
+        free(j->state);
+        free(j->nodes);
+        slurm_names_free(j->node_names);
+        *j = (SlurmJob){};
+}
+
+SlurmJobList *slurm_job_list_free(SlurmJobList *l) {
+        if (!l)
+                return NULL;
+        for (size_t i = 0; i < l->n_jobs; i++)
+                job_done(&l->jobs[i]);
+        free(l->jobs);
+        free(l);
+        return NULL;
+}
+
+bool slurm_job_is_active(const SlurmJob *j) {
+        const uint32_t active = SLURM_JOB_RUNNING | SLURM_JOB_COMPLETING | SLURM_JOB_CONFIGURING |
+                                SLURM_JOB_SUSPENDED | SLURM_JOB_STOPPED;
+        const uint32_t final = SLURM_JOB_COMPLETED | SLURM_JOB_CANCELLED | SLURM_JOB_FAILED |
+                               SLURM_JOB_TIMEOUT | SLURM_JOB_NODE_FAIL | SLURM_JOB_PREEMPTED |
+                               SLURM_JOB_BOOT_FAIL | SLURM_JOB_DEADLINE | SLURM_JOB_OUT_OF_MEMORY;
+
+        if (j->states & active)
+                return true;
+        /* Unknown to us: holding nodes and not finished counts as busy. */
+        return (j->states & SLURM_JOB_STATE_OTHER) && j->n_node_names > 0 && !(j->states & final);
+}
+
+bool slurm_job_is_pending(const SlurmJob *j) {
+        return (j->states & SLURM_JOB_PENDING) && !slurm_job_is_active(j);
+}
+
+bool slurm_job_has_node(const SlurmJob *j, const char *name) {
+        for (size_t i = 0; i < j->n_node_names; i++)
+                if (streq(j->node_names[i], name))
+                        return true;
+        return false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers */
+
+static int set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
+static int set_error(char **ret_error, const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL;
+
+        if (!ret_error)
+                return 0;
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                s = NULL;
+        va_end(ap);
+        free(*ret_error);
+        *ret_error = s;
+        return 0;
+}
+
+/* Fails with -EBADMSG and a message. */
+static int bad(char **ret_error, const char *fmt, ...) _printf_(2, 3);
+static int bad(char **ret_error, const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL;
+
+        if (ret_error) {
+                va_start(ap, fmt);
+                if (vasprintf(&s, fmt, ap) < 0)
+                        s = NULL;
+                va_end(ap);
+                free(*ret_error);
+                *ret_error = s;
+        }
+        return -EBADMSG;
+}
+
+/* A copy of len bytes, cut at SLURM_MAX_TEXT_BYTES, control characters
+ * (NUL included) replaced by '?', so every string read is safe to print. */
+static char *text_dup(const char *s, size_t len) {
+        char *d;
+
+        if (len > SLURM_MAX_TEXT_BYTES)
+                len = SLURM_MAX_TEXT_BYTES;
+        d = malloc(len + 1);
+        if (!d)
+                return NULL;
+        for (size_t i = 0; i < len; i++)
+                d[i] = (unsigned char) s[i] < ' ' || s[i] == 0x7f ? '?' : s[i];
+        d[len] = '\0';
+        return d;
+}
+
+/* A node name as Slurm prints it: printable, no blanks, bounded. */
+static bool name_is_valid(const char *s, size_t len) {
+        if (len == 0 || len > SLURM_MAX_NAME_BYTES)
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if ((unsigned char) s[i] <= ' ' || s[i] == 0x7f)
+                        return false;
+        return true;
+}
+
+static int grow(void **array, size_t *alloc, size_t need, size_t size) {
+        size_t n;
+        void *p;
+
+        if (need <= *alloc)
+                return 0;
+        n = *alloc ? *alloc * 2 : 16;
+        if (n < need)
+                n = need;
+        if (n > SIZE_MAX / size)
+                return -ENOMEM;
+        p = realloc(*array, n * size);
+        if (!p)
+                return -ENOMEM;
+        *array = p;
+        *alloc = n;
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Hostlists */
+
+char **slurm_names_free(char **names) {
+        if (!names)
+                return NULL;
+        for (char **p = names; *p; p++)
+                free(*p);
+        free(names);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(char **, slurm_names_free);
+
+typedef struct Names {
+        char **v;
+        size_t n, alloc;
+} Names;
+
+static int names_add(Names *names, const char *s, size_t len) {
+        char *d;
+        int r;
+
+        if (names->n >= SLURM_MAX_NODES || len > SLURM_MAX_NAME_BYTES)
+                return -ENOBUFS;
+        r = grow((void **) &names->v, &names->alloc, names->n + 2, sizeof(char *));
+        if (r < 0)
+                return r;
+        d = strndup(s, len);
+        if (!d)
+                return -ENOMEM;
+        names->v[names->n++] = d;
+        names->v[names->n] = NULL;
+        return 0;
+}
+
+/* One range of a bracket, "7" or "01-03". */
+typedef struct Range {
+        uint64_t lo, hi;
+        int width; /* zero-padded to this many digits */
+} Range;
+
+#define HOSTLIST_MAX_DIGITS 18
+
+static int parse_number(const char *s, size_t len, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (len == 0 || len > HOSTLIST_MAX_DIGITS)
+                return -EBADMSG;
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return -EBADMSG;
+                v = v * 10 + (uint64_t) (s[i] - '0');
+        }
+        *ret = v;
+        return 0;
+}
+
+/* Expands item[pos..len) (text and brackets, no top-level comma) after the
+ * prefix already in buf. */
+static int expand_item(const char *item, size_t len, size_t pos, char *buf, size_t buf_len,
+                       Names *names) {
+        const char *open, *close;
+        size_t text;
+
+        open = memchr(item + pos, '[', len - pos);
+        text = (open ? (size_t) (open - item) : len) - pos;
+        if (buf_len + text > SLURM_MAX_NAME_BYTES)
+                return -ENOBUFS;
+        if (memchr(item + pos, ']', text))
+                return -EBADMSG;
+        memcpy(buf + buf_len, item + pos, text);
+        buf_len += text;
+        if (!open)
+                return buf_len == 0 ? -EBADMSG : names_add(names, buf, buf_len);
+
+        close = memchr(open, ']', (size_t) (item + len - open));
+        if (!close || close == open + 1 || memchr(open + 1, '[', (size_t) (close - open - 1)))
+                return -EBADMSG;
+
+        for (const char *p = open + 1; p < close;) {
+                const char *comma = memchr(p, ',', (size_t) (close - p));
+                const char *end = comma ? comma : close;
+                const char *dash = memchr(p, '-', (size_t) (end - p));
+                Range rg = {};
+                int r;
+
+                r = parse_number(p, (size_t) ((dash ? dash : end) - p), &rg.lo);
+                if (r < 0)
+                        return r;
+                rg.hi = rg.lo;
+                if (dash) {
+                        r = parse_number(dash + 1, (size_t) (end - dash - 1), &rg.hi);
+                        if (r < 0)
+                                return r;
+                }
+                if (rg.hi < rg.lo)
+                        return -EBADMSG;
+                if (rg.hi - rg.lo >= SLURM_MAX_NODES)
+                        return -ENOBUFS;
+                /* Slurm pads to the width of the lower bound as written. */
+                rg.width = (int) ((dash ? dash : end) - p);
+
+                for (uint64_t v = rg.lo; v <= rg.hi; v++) {
+                        char digits[HOSTLIST_MAX_DIGITS + 2];
+                        int n = snprintf(digits, sizeof(digits), "%0*" PRIu64, rg.width, v);
+
+                        if (n < 0 || (size_t) n >= sizeof(digits))
+                                return -EBADMSG;
+                        if (buf_len + (size_t) n > SLURM_MAX_NAME_BYTES)
+                                return -ENOBUFS;
+                        memcpy(buf + buf_len, digits, (size_t) n);
+                        r = expand_item(item, len, (size_t) (close - item) + 1, buf,
+                                        buf_len + (size_t) n, names);
+                        if (r < 0)
+                                return r;
+                }
+                p = comma ? comma + 1 : close;
+                if (comma && p == close)
+                        return -EBADMSG;
+        }
+        return 0;
+}
+
+int slurm_hostlist_expand(const char *hostlist, char ***ret_names, size_t *ret_n) {
+        _cleanup_(slurm_names_freep) char **v = NULL;
+        Names names = {};
+        char buf[SLURM_MAX_NAME_BYTES + 1];
+        int r = 0;
+
+        for (const char *p = hostlist; *p && r >= 0;) {
+                /* A top-level comma ends an item; commas inside brackets do not. */
+                const char *end = p;
+                int depth = 0;
+
+                for (; *end; end++) {
+                        if (*end == '[')
+                                depth++;
+                        else if (*end == ']')
+                                depth--;
+                        else if (*end == ',' && depth == 0)
+                                break;
+                        if (depth < 0 || depth > 1) {
+                                r = -EBADMSG;
+                                break;
+                        }
+                }
+                if (r < 0)
+                        break;
+                if (depth != 0 || end == p || (unsigned char) *p <= ' ')
+                        r = -EBADMSG;
+                else
+                        r = expand_item(p, (size_t) (end - p), 0, buf, 0, &names);
+                p = *end ? end + 1 : end;
+                if (r >= 0 && end[0] == ',' && !end[1])
+                        r = -EBADMSG;
+        }
+        v = names.v;
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < names.n; i++)
+                if (!name_is_valid(v[i], strlen(v[i])))
+                        return -EBADMSG;
+        if (!v) {
+                v = calloc(1, sizeof(char *));
+                if (!v)
+                        return -ENOMEM;
+        }
+        *ret_names = TAKE_PTR(v);
+        *ret_n = names.n;
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* JSON */
+
+/* A time: a number, or {"set": true, "infinite": false, "number": N} (v0.0.40 on). */
+static int64_t json_time(const json_t *v) {
+        double d;
+
+        if (json_is_object(v)) {
+                if (json_is_false(json_object_get(v, "set")) ||
+                    json_is_true(json_object_get(v, "infinite")))
+                        return 0;
+                v = json_object_get(v, "number");
+        }
+        if (json_is_integer(v))
+                return json_integer_value(v) > 0 ? json_integer_value(v) : 0;
+        if (!json_is_real(v))
+                return 0;
+        d = json_real_value(v);
+        return d > 0 && d < 9.2e18 ? (int64_t) d : 0;
+}
+
+/* A string member, "" when absent or null. */
+static char *json_text(const json_t *o, const char *key) {
+        const json_t *v = json_object_get(o, key);
+
+        if (!json_is_string(v))
+                return strdup("");
+        return text_dup(json_string_value(v), json_string_length(v));
+}
+
+/* Loads a document and checks its "errors": Slurm 22.05 exits 0 with an
+ * error here when the controller does not answer. */
+static int json_load_checked(const char *data, size_t len, const char *what, json_t **ret,
+                             char **ret_error) {
+        _cleanup_(json_decrefp) json_t *root = NULL;
+        json_error_t e;
+        const json_t *errors;
+
+        root = json_loadb(data, len, 0, &e);
+        if (!root)
+                return bad(ret_error, "not JSON (line %d: %s)", e.line, e.text);
+        if (!json_is_object(root))
+                return bad(ret_error, "not a JSON object");
+
+        errors = json_object_get(root, "errors");
+        if (json_is_array(errors) && json_array_size(errors) > 0) {
+                const json_t *first = json_array_get(errors, 0);
+                _cleanup_free_ char *error = json_text(first, "error");
+                _cleanup_free_ char *desc = json_text(first, "description");
+
+                set_error(ret_error, "Slurm reported an error: %s%s%s",
+                          error && *error ? error : "(no text)", desc && *desc ? ": " : "",
+                          desc ? desc : "");
+                return -EIO;
+        }
+        if (!json_is_array(json_object_get(root, what)))
+                return bad(ret_error, "no \"%s\" array", what);
+        *ret = TAKE_PTR(root);
+        return 0;
+}
+
+/* The words of "state" (a string or a list) and of "state_flags", joined by '+'. */
+static int json_state_words(const json_t *state, const json_t *flags, StrBuf *out) {
+        const json_t *lists[2] = {state, flags};
+        int r;
+
+        if (json_is_string(state)) {
+                r = put_word(out, json_string_value(state), json_string_length(state));
+                if (r < 0)
+                        return r;
+                lists[0] = NULL;
+        }
+        for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
+                size_t i;
+                const json_t *w;
+
+                if (!lists[l])
+                        continue;
+                if (!json_is_array(lists[l]))
+                        return -EBADMSG;
+                json_array_foreach(lists[l], i, w) {
+                        if (!json_is_string(w) || json_string_length(w) == 0 ||
+                            memchr(json_string_value(w), '+', json_string_length(w)))
+                                return -EBADMSG;
+                        r = put_word(out, json_string_value(w), json_string_length(w));
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+static int node_from_json(const json_t *o, SlurmNode *ret, char **ret_error) {
+        _cleanup_(strbuf_done) StrBuf words = STRBUF_INIT(SLURM_MAX_TEXT_BYTES);
+        const json_t *name;
+        SlurmNode n = {};
+        int r;
+
+        if (!json_is_object(o))
+                return bad(ret_error, "a node is not an object");
+        name = json_object_get(o, "name");
+        if (!json_is_string(name) ||
+            !name_is_valid(json_string_value(name), json_string_length(name)) ||
+            strlen(json_string_value(name)) != json_string_length(name))
+                return bad(ret_error, "a node without a valid \"name\"");
+
+        r = json_state_words(json_object_get(o, "state"), json_object_get(o, "state_flags"),
+                             &words);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 || words.len == 0)
+                return bad(ret_error, "node \"%.64s\": no valid \"state\"",
+                           json_string_value(name));
+
+        n.name = strdup(json_string_value(name));
+        n.reason = json_text(o, "reason");
+        n.reason_user = json_text(o, "reason_set_by_user");
+        if (!n.name || !n.reason || !n.reason_user) {
+                node_done(&n);
+                return -ENOMEM;
+        }
+        r = node_state_parse(strbuf_str(&words), &n.base, &n.flags, &n.state);
+        if (r < 0) {
+                if (r != -ENOMEM)
+                        r = bad(ret_error, "node \"%.64s\": bad \"state\"", n.name);
+                node_done(&n);
+                return r;
+        }
+        n.reason_time_sec = json_time(json_object_get(o, "reason_changed_at"));
+        n.boot_time_sec = json_time(json_object_get(o, "boot_time"));
+        n.slurmd_start_time_sec = json_time(json_object_get(o, "slurmd_start_time"));
+        *ret = n;
+        return 0;
+}
+
+int slurm_nodes_parse_json(const char *data, size_t len, SlurmNodeList **ret, char **ret_error) {
+        _cleanup_(json_decrefp) json_t *root = NULL;
+        _cleanup_(slurm_node_list_freep) SlurmNodeList *l = NULL;
+        const json_t *nodes, *o;
+        size_t i, alloc = 0;
+        int r;
+
+        r = json_load_checked(data, len, "nodes", &root, ret_error);
+        if (r < 0)
+                return r;
+        nodes = json_object_get(root, "nodes");
+        if (json_array_size(nodes) > SLURM_MAX_NODES)
+                return -ENOBUFS;
+
+        l = calloc(1, sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        json_array_foreach(nodes, i, o) {
+                r = grow((void **) &l->nodes, &alloc, l->n_nodes + 1, sizeof(SlurmNode));
+                if (r < 0)
+                        return r;
+                r = node_from_json(o, &l->nodes[l->n_nodes], ret_error);
+                if (r < 0)
+                        return r;
+                l->n_nodes++;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+/* Fills a job's nodes and their expansion. */
+static int job_set_nodes(SlurmJob *j, const char *hostlist, size_t len, char **ret_error) {
+        int r;
+
+        j->nodes = text_dup(hostlist, len);
+        if (!j->nodes)
+                return -ENOMEM;
+        if (strlen(j->nodes) != len)
+                return bad(ret_error, "job %" PRIu32 ": bad node list", j->job_id);
+        r = slurm_hostlist_expand(j->nodes, &j->node_names, &j->n_node_names);
+        if (r == -EBADMSG)
+                return bad(ret_error, "job %" PRIu32 ": bad node list \"%.64s\"", j->job_id,
+                           j->nodes);
+        return r;
+}
+
+/* The state words: bits, and the text joined by '+'. */
+static int job_set_state(SlurmJob *j, const char *words) {
+        _cleanup_(strbuf_done) StrBuf out = STRBUF_INIT(SLURM_MAX_TEXT_BYTES);
+        int r;
+
+        for (const char *p = words; *p;) {
+                size_t n = strcspn(p, "+");
+                uint32_t s;
+
+                if (n == 0 || !word_is_valid(p, n))
+                        return -EBADMSG;
+                s = flag_from_word(job_state_names, ELEMENTSOF(job_state_names), p, n);
+                j->states |= s ? s : SLURM_JOB_STATE_OTHER;
+                r = put_word(&out, p, n);
+                if (r < 0 && r != -ENOBUFS)
+                        return r;
+                p += n;
+                if (*p == '+' && !*++p)
+                        return -EBADMSG;
+        }
+        if (out.len == 0)
+                return -EBADMSG;
+        j->state = strbuf_steal(&out);
+        return j->state ? 0 : -ENOMEM;
+}
+
+static int job_from_json(const json_t *o, SlurmJob *ret, char **ret_error) {
+        _cleanup_(strbuf_done) StrBuf words = STRBUF_INIT(SLURM_MAX_TEXT_BYTES);
+        const json_t *id, *nodes;
+        SlurmJob j = {};
+        int r;
+
+        if (!json_is_object(o))
+                return bad(ret_error, "a job is not an object");
+        id = json_object_get(o, "job_id");
+        if (json_is_object(id)) /* v0.0.40 on may wrap numbers */
+                id = json_object_get(id, "number");
+        if (!json_is_integer(id) || json_integer_value(id) <= 0 ||
+            json_integer_value(id) > UINT32_MAX)
+                return bad(ret_error, "a job without a valid \"job_id\"");
+        j.job_id = (uint32_t) json_integer_value(id);
+
+        r = json_state_words(json_object_get(o, "job_state"), NULL, &words);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 || words.len == 0)
+                return bad(ret_error, "job %" PRIu32 ": no valid \"job_state\"", j.job_id);
+        r = job_set_state(&j, strbuf_str(&words));
+        if (r < 0) {
+                if (r != -ENOMEM)
+                        r = bad(ret_error, "job %" PRIu32 ": bad state", j.job_id);
+                job_done(&j);
+                return r;
+        }
+
+        nodes = json_object_get(o, "nodes");
+        if (nodes && !json_is_string(nodes) && !json_is_null(nodes)) {
+                r = bad(ret_error, "job %" PRIu32 ": \"nodes\" is not a string", j.job_id);
+                job_done(&j);
+                return r;
+        }
+        r = job_set_nodes(&j, json_is_string(nodes) ? json_string_value(nodes) : "",
+                          json_is_string(nodes) ? json_string_length(nodes) : 0, ret_error);
+        if (r < 0) {
+                job_done(&j);
+                return r;
+        }
+        *ret = j;
+        return 0;
+}
+
+int slurm_jobs_parse_json(const char *data, size_t len, SlurmJobList **ret, char **ret_error) {
+        _cleanup_(json_decrefp) json_t *root = NULL;
+        _cleanup_(slurm_job_list_freep) SlurmJobList *l = NULL;
+        const json_t *jobs, *o;
+        size_t i, alloc = 0;
+        int r;
+
+        r = json_load_checked(data, len, "jobs", &root, ret_error);
+        if (r < 0)
+                return r;
+        jobs = json_object_get(root, "jobs");
+        if (json_array_size(jobs) > SLURM_MAX_JOBS)
+                return -ENOBUFS;
+
+        l = calloc(1, sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        json_array_foreach(jobs, i, o) {
+                r = grow((void **) &l->jobs, &alloc, l->n_jobs + 1, sizeof(SlurmJob));
+                if (r < 0)
+                        return r;
+                r = job_from_json(o, &l->jobs[l->n_jobs], ret_error);
+                if (r < 0)
+                        return r;
+                l->n_jobs++;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Text */
+
+/* Next line of data[*pos..len), without its newline. */
+static bool next_line(const char *data, size_t len, size_t *pos, const char **ret_line,
+                      size_t *ret_len) {
+        const char *nl;
+
+        if (*pos >= len)
+                return false;
+        *ret_line = data + *pos;
+        nl = memchr(*ret_line, '\n', len - *pos);
+        *ret_len = nl ? (size_t) (nl - *ret_line) : len - *pos;
+        *pos += *ret_len + (nl ? 1 : 0);
+        return true;
+}
+
+static const char *memmem_str(const char *h, size_t len, const char *needle) {
+        return memmem(h, len, needle, strlen(needle));
+}
+
+/* The value of " KEY=" in line[0..len): up to the next blank. */
+static const char *field(const char *line, size_t len, const char *key, size_t *ret_len) {
+        char pattern[64];
+        const char *v, *end;
+
+        (void) snprintf(pattern, sizeof(pattern), " %s=", key);
+        v = memmem_str(line, len, pattern);
+        if (!v)
+                return NULL;
+        v += strlen(pattern);
+        end = memchr(v, ' ', (size_t) (line + len - v));
+        *ret_len = (size_t) ((end ? end : line + len) - v);
+        return v;
+}
+
+static int64_t parse_epoch(const char *s, size_t len) {
+        uint64_t v;
+
+        /* "None", or a date when SLURM_TIME_FORMAT was not honoured: unknown. */
+        if (parse_number(s, len, &v) < 0 || v > INT64_MAX)
+                return 0;
+        return (int64_t) v;
+}
+
+/* "Reason=TEXT [USER@TIME]" and what may follow it (Comment=, Extra=, ...). */
+static int parse_reason(const char *r, size_t len, SlurmNode *n) {
+        static const char *const after[] = {
+                " Comment=", " Extra=", " InstanceId=", " InstanceType=", " ReservationName="};
+        size_t text_len = len;
+
+        for (const char *p = r; (p = memchr(p, '[', (size_t) (r + len - p)));) {
+                const char *close = memchr(p, ']', (size_t) (r + len - p));
+                const char *at;
+
+                if (!close)
+                        break;
+                at = memchr(p, '@', (size_t) (close - p));
+                if (p > r && p[-1] == ' ' && at && (close + 1 == r + len || close[1] == ' ')) {
+                        text_len = (size_t) (p - 1 - r);
+                        n->reason_user = text_dup(p + 1, (size_t) (at - p - 1));
+                        if (!n->reason_user)
+                                return -ENOMEM;
+                        n->reason_time_sec = parse_epoch(at + 1, (size_t) (close - at - 1));
+                        break;
+                }
+                p = close;
+        }
+        if (!n->reason_user)
+                for (size_t i = 0; i < ELEMENTSOF(after); i++) {
+                        const char *a = memmem_str(r, text_len, after[i]);
+                        if (a)
+                                text_len = (size_t) (a - r);
+                }
+        n->reason = text_dup(r, text_len);
+        return n->reason ? 0 : -ENOMEM;
+}
+
+static int node_from_line(const char *line, size_t len, SlurmNode *ret, char **ret_error) {
+        _cleanup_free_ char *state = NULL;
+        const char *name, *v, *reason;
+        size_t name_len, head_len = len, vlen;
+        SlurmNode n = {};
+        int r;
+
+        if (len < strlen("NodeName=") || memcmp(line, "NodeName=", strlen("NodeName=")) != 0)
+                return bad(ret_error, "a line that does not start with NodeName=");
+        name = line + strlen("NodeName=");
+        v = memchr(name, ' ', (size_t) (line + len - name));
+        name_len = (size_t) ((v ? v : line + len) - name);
+        if (!name_is_valid(name, name_len))
+                return bad(ret_error, "a node without a valid name");
+
+        /* Everything after Reason= is free text: look for fields before it. */
+        reason = memmem_str(line, len, " Reason=");
+        if (reason)
+                head_len = (size_t) (reason - line);
+
+        v = field(line, head_len, "State", &vlen);
+        if (!v || vlen == 0)
+                return bad(ret_error, "node \"%.*s\": no State=", (int) name_len, name);
+        state = strndup(v, vlen);
+        if (!state)
+                return -ENOMEM;
+
+        n.name = strndup(name, name_len);
+        if (!n.name)
+                return -ENOMEM;
+        r = node_state_parse(state, &n.base, &n.flags, &n.state);
+        if (r < 0) {
+                node_done(&n);
+                return r == -ENOMEM
+                               ? r
+                               : bad(ret_error, "node \"%.*s\": bad State=", (int) name_len, name);
+        }
+        v = field(line, head_len, "BootTime", &vlen);
+        if (v)
+                n.boot_time_sec = parse_epoch(v, vlen);
+        v = field(line, head_len, "SlurmdStartTime", &vlen);
+        if (v)
+                n.slurmd_start_time_sec = parse_epoch(v, vlen);
+
+        if (reason) {
+                reason += strlen(" Reason=");
+                r = parse_reason(reason, (size_t) (line + len - reason), &n);
+        } else
+                n.reason = strdup("");
+        if (r < 0 || !n.reason || (!n.reason_user && !(n.reason_user = strdup("")))) {
+                node_done(&n);
+                return -ENOMEM;
+        }
+        *ret = n;
+        return 0;
+}
+
+int slurm_nodes_parse_scontrol(const char *data, size_t len, SlurmNodeList **ret,
+                               char **ret_error) {
+        _cleanup_(slurm_node_list_freep) SlurmNodeList *l = NULL;
+        const char *line;
+        size_t pos = 0, line_len, alloc = 0;
+        int r;
+
+        l = calloc(1, sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        while (next_line(data, len, &pos, &line, &line_len)) {
+                if (line_len == 0 || (line_len == 1 && line[0] == '\r'))
+                        continue;
+                /* What scontrol prints for a cluster without nodes. */
+                if (line_len >= 8 && memcmp(line, "No nodes", 8) == 0)
+                        continue;
+                if (memchr(line, '\0', line_len))
+                        return bad(ret_error, "a NUL byte in the output");
+                if (l->n_nodes >= SLURM_MAX_NODES)
+                        return -ENOBUFS;
+                r = grow((void **) &l->nodes, &alloc, l->n_nodes + 1, sizeof(SlurmNode));
+                if (r < 0)
+                        return r;
+                r = node_from_line(line, line_len, &l->nodes[l->n_nodes], ret_error);
+                if (r < 0)
+                        return r;
+                l->n_nodes++;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+int slurm_jobs_parse_squeue(const char *data, size_t len, SlurmJobList **ret, char **ret_error) {
+        _cleanup_(slurm_job_list_freep) SlurmJobList *l = NULL;
+        const char *line;
+        size_t pos = 0, line_len, alloc = 0;
+        int r;
+
+        l = calloc(1, sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        while (next_line(data, len, &pos, &line, &line_len)) {
+                const char *bar1, *bar2;
+                _cleanup_free_ char *state = NULL;
+                uint64_t id;
+                SlurmJob j = {};
+
+                if (line_len == 0)
+                        continue;
+                if (memchr(line, '\0', line_len))
+                        return bad(ret_error, "a NUL byte in the output");
+                bar1 = memchr(line, '|', line_len);
+                bar2 = bar1 ? memchr(bar1 + 1, '|', (size_t) (line + line_len - bar1 - 1)) : NULL;
+                if (!bar2 || parse_number(line, (size_t) (bar1 - line), &id) < 0 || id == 0 ||
+                    id > UINT32_MAX)
+                        return bad(ret_error, "a line that is not ID|STATE|NODES: \"%.*s\"",
+                                   (int) (line_len < 64 ? line_len : 64), line);
+                if (l->n_jobs >= SLURM_MAX_JOBS)
+                        return -ENOBUFS;
+                j.job_id = (uint32_t) id;
+                state = strndup(bar1 + 1, (size_t) (bar2 - bar1 - 1));
+                if (!state)
+                        return -ENOMEM;
+                r = job_set_state(&j, state);
+                if (r == 0)
+                        r = job_set_nodes(&j, bar2 + 1, (size_t) (line + line_len - bar2 - 1),
+                                          ret_error);
+                else if (r == -EBADMSG)
+                        r = bad(ret_error, "job %" PRIu64 ": bad state", id);
+                if (r == 0)
+                        r = grow((void **) &l->jobs, &alloc, l->n_jobs + 1, sizeof(SlurmJob));
+                if (r < 0) {
+                        job_done(&j);
+                        return r;
+                }
+                l->jobs[l->n_jobs++] = j;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Running a command */
+
+struct SlurmClient {
+        char *sinfo, *squeue, *scontrol;
+        uint64_t timeout_usec;
+        size_t max_output_bytes;
+        SlurmFormat format;
+        char *version;
+        unsigned version_major, version_minor;
+};
+
+void slurm_command_report_done(SlurmCommandReport *r) {
+        if (!r)
+                return;
+        free(r->command_line);
+        free(r->stderr_text);
+        free(r->error);
+        *r = (SlurmCommandReport){.exit_status = -1};
+}
+
+static bool arg_needs_quotes(const char *a) {
+        if (!*a)
+                return true;
+        for (const char *p = a; *p; p++)
+                if (!isalnum((unsigned char) *p) && !strchr("_@%+=:,./-", *p))
+                        return true;
+        return false;
+}
+
+static char *command_line(const char *const *argv) {
+        _cleanup_(strbuf_done) StrBuf b = STRBUF_INIT(SIZE_MAX - 1);
+
+        for (size_t i = 0; argv[i]; i++) {
+                if (i > 0)
+                        (void) strbuf_putc(&b, ' ');
+                if (!arg_needs_quotes(argv[i])) {
+                        (void) strbuf_puts(&b, argv[i]);
+                        continue;
+                }
+                (void) strbuf_putc(&b, '\'');
+                for (const char *p = argv[i]; *p; p++)
+                        (void) (*p == '\'' ? strbuf_puts(&b, "'\\''") : strbuf_putc(&b, *p));
+                (void) strbuf_putc(&b, '\'');
+        }
+        if (b.len > SLURM_MAX_TEXT_BYTES) {
+                /* a drain of thousands of nodes: enough to recognise it */
+                b.len = SLURM_MAX_TEXT_BYTES - 3;
+                memcpy(b.data + b.len, "...", 4);
+                b.len += 3;
+        }
+        return strbuf_steal(&b);
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+/* The executable for name: itself when it holds a '/', else the first match in PATH. */
+static int find_executable(const char *name, char **ret) {
+        const char *path = getenv("PATH");
+
+        if (strchr(name, '/')) {
+                if (access(name, X_OK) < 0)
+                        return negative_errno();
+                *ret = strdup(name);
+                return *ret ? 0 : -ENOMEM;
+        }
+        if (!path || !*path)
+                path = "/usr/local/bin:/usr/bin:/bin";
+        for (const char *p = path;;) {
+                size_t n = strcspn(p, ":");
+                _cleanup_free_ char *f = NULL;
+                struct stat st;
+
+                if (asprintf(&f, "%.*s/%s", (int) n, n ? p : ".", name) < 0)
+                        return -ENOMEM;
+                if (access(f, X_OK) == 0 && stat(f, &st) == 0 && S_ISREG(st.st_mode)) {
+                        *ret = TAKE_PTR(f);
+                        return 0;
+                }
+                p += n;
+                if (!*p++)
+                        break;
+        }
+        return -ENOENT;
+}
+
+/* execve() and environ predate const: the strings are never written through these. */
+static char *unconst(const char *s) {
+        union {
+                const char *c;
+                char *m;
+        } u = {.c = s};
+        return u.m;
+}
+
+static char *const *unconst_strv(const char *const *v) {
+        union {
+                const char *const *c;
+                char *const *m;
+        } u = {.c = v};
+        return u.m;
+}
+
+/* The environment for the command: ours without variables that change what
+ * sinfo/squeue/scontrol print or select, with times as epoch seconds. */
+static char **child_environment(void) {
+        static const char *const drop[] = {"SINFO_", "SQUEUE_", "SCONTROL_", "SLURM_TIME_FORMAT="};
+        size_t n = 0, k = 0;
+        char **env;
+
+        while (environ && environ[n])
+                n++;
+        env = calloc(n + 2, sizeof(char *));
+        if (!env)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                bool keep = true;
+                for (size_t d = 0; d < ELEMENTSOF(drop); d++)
+                        if (startswith(environ[i], drop[d]))
+                                keep = false;
+                if (keep)
+                        env[k++] = environ[i];
+        }
+        /* scontrol prints times through strftime(SLURM_TIME_FORMAT). */
+        env[k++] = unconst("SLURM_TIME_FORMAT=%s");
+        env[k] = NULL;
+        return env;
+}
+
+/* The child: never returns. Only async-signal-safe calls after fork(). */
+_Noreturn static void child_exec(const char *path, const char *const *argv, char **env, int out_fd,
+                                 int err_fd, int status_fd) {
+        int fds[3] = {-1, out_fd, err_fd};
+        sigset_t none;
+        int e;
+
+        (void) setpgid(0, 0);
+        (void) sigemptyset(&none);
+        (void) sigprocmask(SIG_SETMASK, &none, NULL);
+        (void) signal(SIGPIPE, SIG_DFL);
+
+        /* Above 2 first, so that no dup2() below overwrites a source (the
+         * caller may have closed its stdin, stdout or stderr). */
+        fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        for (size_t i = 0; i < 3; i++)
+                if (fds[i] < 0 || (fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3)) < 0)
+                        goto fail;
+        for (int i = 0; i < 3; i++)
+                if (dup2(fds[i], i) < 0)
+                        goto fail;
+        /* Every descriptor is close-on-exec already (the house rule); make
+         * sure for those a caller opened otherwise. status_fd stays open until
+         * execve() succeeds. */
+        (void) close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
+        execve(path, unconst_strv(argv), env);
+fail:
+        e = errno;
+        (void) !write(status_fd, &e, sizeof(e));
+        _exit(127);
+}
+
+static int close_fd(int fd) {
+        if (fd >= 0)
+                (void) close(fd);
+        return -EBADF;
+}
+
+/* stderr for messages: lines kept, other control characters and NUL as '?'. */
+static char *stderr_dup(const char *s, size_t len) {
+        char *d = malloc(len + 1);
+
+        if (!d)
+                return NULL;
+        for (size_t i = 0; i < len; i++)
+                d[i] = ((unsigned char) s[i] < ' ' && s[i] != '\n' && s[i] != '\t') || s[i] == 0x7f
+                               ? '?'
+                               : s[i];
+        d[len] = '\0';
+        return d;
+}
+
+typedef struct RunResult {
+        char *out;
+        size_t out_len;
+} RunResult;
+
+/* Fills report->error from what happened. */
+static void report_failure(SlurmCommandReport *report, const char *fmt, ...) _printf_(2, 3);
+static void report_failure(SlurmCommandReport *report, const char *fmt, ...) {
+        _cleanup_free_ char *what = NULL;
+        const char *err = report->stderr_text ? report->stderr_text : "";
+        size_t first = strcspn(err, "\n");
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(&what, fmt, ap) < 0)
+                what = NULL;
+        va_end(ap);
+
+        free(report->error);
+        report->error = NULL;
+        if (asprintf(&report->error, "'%s' %s%s%.*s", strnull(report->command_line),
+                     what ? what : "failed", first > 0 ? ": " : "", (int) first, err) < 0)
+                report->error = NULL;
+}
+
+/* Runs argv[0] (resolved in PATH) with argv, stdout into *ret (capped),
+ * stderr into report. Returns 0 only for exit status 0. */
+static int run(SlurmClient *c, const char *const *argv, RunResult *ret,
+               SlurmCommandReport *report) {
+        _cleanup_(strbuf_done) StrBuf out = STRBUF_INIT(c->max_output_bytes);
+        _cleanup_(strbuf_done) StrBuf err = STRBUF_INIT(SLURM_MAX_STDERR_BYTES);
+        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char **env = NULL;
+        _cleanup_close_ int out_r = -EBADF, out_w = -EBADF, err_r = -EBADF, err_w = -EBADF,
+                            st_r = -EBADF, st_w = -EBADF;
+        uint64_t deadline;
+        int r = 0, status = 0, exec_errno = 0;
+        bool timed_out = false, too_big = false;
+        pid_t pid;
+
+        report->command_line = command_line(argv);
+        if (!report->command_line)
+                return -ENOMEM;
+
+        r = find_executable(argv[0], &path);
+        if (r < 0) {
+                report_failure(report, "could not run: %s", strerror(-r));
+                return r;
+        }
+        env = child_environment();
+        if (!env)
+                return -ENOMEM;
+
+        {
+                int p[2];
+                if (pipe2(p, O_CLOEXEC) < 0)
+                        return negative_errno();
+                out_r = p[0], out_w = p[1];
+                if (pipe2(p, O_CLOEXEC) < 0)
+                        return negative_errno();
+                err_r = p[0], err_w = p[1];
+                if (pipe2(p, O_CLOEXEC) < 0)
+                        return negative_errno();
+                st_r = p[0], st_w = p[1];
+        }
+
+        log_debug("Running %s", report->command_line);
+        pid = fork();
+        if (pid < 0)
+                return negative_errno();
+        if (pid == 0)
+                child_exec(path, argv, env, out_w, err_w, st_w);
+        /* The child does the same; doing it here too means a kill(-pid) on an
+         * early timeout never misses it. */
+        (void) setpgid(pid, pid);
+
+        out_w = close_fd(out_w);
+        err_w = close_fd(err_w);
+        st_w = close_fd(st_w);
+        deadline = now_usec() + c->timeout_usec;
+
+        for (int open_fds = 3; open_fds > 0;) {
+                struct pollfd pfd[3] = {
+                        {.fd = out_r, .events = POLLIN},
+                        {.fd = err_r, .events = POLLIN},
+                        {.fd = st_r, .events = POLLIN},
+                };
+                uint64_t now = now_usec();
+                int k, ms;
+
+                if (now >= deadline) {
+                        timed_out = true;
+                        break;
+                }
+                ms = (int) ((deadline - now + 999) / 1000);
+                k = poll(pfd, ELEMENTSOF(pfd), ms);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = negative_errno();
+                        break;
+                }
+                for (size_t i = 0; i < ELEMENTSOF(pfd); i++) {
+                        char buf[16384];
+                        ssize_t n;
+
+                        if (pfd[i].fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                                continue;
+                        n = read(pfd[i].fd, buf, sizeof(buf));
+                        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                                continue;
+                        if (n <= 0) {
+                                if (i == 0)
+                                        out_r = close_fd(out_r);
+                                else if (i == 1)
+                                        err_r = close_fd(err_r);
+                                else
+                                        st_r = close_fd(st_r);
+                                open_fds--;
+                                continue;
+                        }
+                        if (i == 0) {
+                                if (strbuf_append(&out, buf, (size_t) n) == -ENOBUFS) {
+                                        too_big = true;
+                                        break;
+                                }
+                        } else if (i == 1) {
+                                /* Keep what fits; drain the rest so the child never blocks. */
+                                size_t room = err.max_len - err.len;
+                                (void) strbuf_append(&err, buf,
+                                                     (size_t) n < room ? (size_t) n : room);
+                        } else if ((size_t) n >= sizeof(int))
+                                memcpy(&exec_errno, buf, sizeof(int));
+                }
+                if (too_big)
+                        break;
+        }
+
+        /* The output is closed; the command may still run (it closed them
+         * itself): it has until the deadline to exit. */
+        for (bool killed = false;;) {
+                pid_t w;
+
+                if (!killed && (timed_out || too_big || r < 0)) {
+                        (void) kill(-pid, SIGKILL);
+                        (void) kill(pid, SIGKILL);
+                        killed = true;
+                }
+                w = waitpid(pid, &status, killed ? 0 : WNOHANG);
+                if (w == pid)
+                        break;
+                if (w < 0 && errno != EINTR) {
+                        r = r < 0 ? r : negative_errno();
+                        break;
+                }
+                if (w == 0) {
+                        if (now_usec() >= deadline)
+                                timed_out = true;
+                        else
+                                (void) nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+                }
+        }
+
+        report->stderr_text = stderr_dup(strbuf_str(&err), err.len);
+        if (!report->stderr_text)
+                return -ENOMEM;
+
+        if (r < 0) {
+                report_failure(report, "failed: %s", strerror(-r));
+                return r;
+        }
+        if (exec_errno > 0) {
+                report_failure(report, "could not run: %s", strerror(exec_errno));
+                return -exec_errno;
+        }
+        if (timed_out) {
+                report_failure(report, "timed out after %.1f s",
+                               (double) c->timeout_usec / 1000000.0);
+                return -ETIME;
+        }
+        if (too_big) {
+                report_failure(report, "printed more than %zu bytes", c->max_output_bytes);
+                return -EFBIG;
+        }
+        if (WIFSIGNALED(status)) {
+                report->exit_status = 128 + WTERMSIG(status);
+                report_failure(report, "was killed by signal %d (%s)", WTERMSIG(status),
+                               strsignal(WTERMSIG(status)));
+                return -EIO;
+        }
+        report->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        if (report->exit_status != 0) {
+                report_failure(report, "exited with status %d", report->exit_status);
+                return -EIO;
+        }
+
+        ret->out_len = out.len;
+        ret->out = strbuf_steal(&out);
+        return ret->out ? 0 : -ENOMEM;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The client */
+
+int slurm_client_new(const SlurmConfig *cfg, SlurmClient **ret) {
+        _cleanup_(slurm_client_freep) SlurmClient *c = NULL;
+
+        if (cfg->max_output_bytes > SLURM_MAX_OUTPUT_BYTES || cfg->format < 0 ||
+            cfg->format >= _SLURM_FORMAT_MAX)
+                return -EINVAL;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->sinfo = strdup(cfg->sinfo ? cfg->sinfo : "sinfo");
+        c->squeue = strdup(cfg->squeue ? cfg->squeue : "squeue");
+        c->scontrol = strdup(cfg->scontrol ? cfg->scontrol : "scontrol");
+        if (!c->sinfo || !c->squeue || !c->scontrol)
+                return -ENOMEM;
+        c->timeout_usec = cfg->timeout_usec ? cfg->timeout_usec : SLURM_DEFAULT_TIMEOUT_USEC;
+        c->max_output_bytes =
+                cfg->max_output_bytes ? cfg->max_output_bytes : SLURM_DEFAULT_MAX_OUTPUT_BYTES;
+        c->format = cfg->format;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+SlurmClient *slurm_client_free(SlurmClient *c) {
+        if (!c)
+                return NULL;
+        free(c->sinfo);
+        free(c->squeue);
+        free(c->scontrol);
+        free(c->version);
+        free(c);
+        return NULL;
+}
+
+SlurmFormat slurm_client_format(const SlurmClient *c) {
+        return c->format;
+}
+
+const char *slurm_client_version(const SlurmClient *c) {
+        return c->version;
+}
+
+static SlurmCommandReport *report_reset(SlurmCommandReport *report, SlurmCommandReport *scratch) {
+        if (!report)
+                report = scratch;
+        slurm_command_report_done(report);
+        return report;
+}
+
+int slurm_probe_version(SlurmClient *c, SlurmCommandReport *report) {
+        SlurmCommandReport scratch = {};
+        const char *argv[] = {c->scontrol, "--version", NULL};
+        _cleanup_free_ char *out = NULL;
+        RunResult res = {};
+        unsigned major, minor, micro;
+        const char *v;
+        int r;
+
+        report = report_reset(report, &scratch);
+        r = run(c, argv, &res, report);
+        out = res.out;
+        if (r >= 0) {
+                /* "slurm 22.05.8", "slurm-wlm 22.05.8", "slurm 24.11.0-0rc1" */
+                v = strchr(out, ' ');
+                if (!v || sscanf(v + 1, "%u.%u.%u", &major, &minor, &micro) < 2) {
+                        report_failure(report, "printed no version");
+                        r = -EBADMSG;
+                } else {
+                        free(c->version);
+                        c->version = text_dup(v + 1, strcspn(v + 1, "\n"));
+                        if (!c->version)
+                                r = -ENOMEM;
+                        c->version_major = major;
+                        c->version_minor = minor;
+                }
+        }
+        slurm_command_report_done(&scratch);
+        return r;
+}
+
+static bool version_at_least(const SlurmClient *c, unsigned major, unsigned minor) {
+        return c->version_major > major || (c->version_major == major && c->version_minor >= minor);
+}
+
+/* Whether a failed JSON command means "no JSON here" rather than a failure of Slurm. */
+static bool json_unsupported(const SlurmCommandReport *report) {
+        static const char *const signs[] = {"unrecognized option", "invalid option",
+                                            "unknown option",      "serializer",
+                                            "data_parser",         "json"};
+        const char *err = strempty(report->stderr_text);
+
+        if (report->exit_status <= 0)
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(signs); i++)
+                if (strcasestr(err, signs[i]))
+                        return true;
+        return false;
+}
+
+/* Decides AUTO once: by version, JSON from 21.08 on. */
+static int resolve_format(SlurmClient *c, SlurmCommandReport *report) {
+        int r;
+
+        /* TEXT needs no version; JSON needs it to pick the node command. */
+        if (c->format == SLURM_FORMAT_TEXT || (c->format == SLURM_FORMAT_JSON && c->version))
+                return 0;
+        if (!c->version) {
+                r = slurm_probe_version(c, report);
+                if (r < 0)
+                        return r;
+        }
+        if (c->format == SLURM_FORMAT_AUTO)
+                c->format = version_at_least(c, 21, 8) ? SLURM_FORMAT_JSON : SLURM_FORMAT_TEXT;
+        log_debug("Slurm %s: reading its %s output", c->version, format_names[c->format]);
+        return 0;
+}
+
+typedef int (*parse_t)(const char *data, size_t len, void **ret, char **ret_error);
+
+/* Runs argv and parses its output; on a parse failure, the report says why. */
+static int run_and_parse(SlurmClient *c, const char *const *argv, parse_t parse, void **ret,
+                         SlurmCommandReport *report) {
+        _cleanup_free_ char *out = NULL, *why = NULL;
+        RunResult res = {};
+        int r;
+
+        slurm_command_report_done(report);
+        r = run(c, argv, &res, report);
+        out = res.out;
+        if (r < 0)
+                return r;
+        r = parse(out, res.out_len, ret, &why);
+        if (r < 0) {
+                if (r == -EIO)
+                        report_failure(report, "failed: %s", why ? why : "Slurm reported an error");
+                else if (r == -ENOBUFS)
+                        report_failure(report, "listed more than this program reads");
+                else
+                        report_failure(report, "printed output that could not be read: %s",
+                                       why ? why : strerror(-r));
+        }
+        return r;
+}
+
+static int parse_nodes_json(const char *d, size_t n, void **ret, char **e) {
+        return slurm_nodes_parse_json(d, n, (SlurmNodeList **) ret, e);
+}
+static int parse_nodes_text(const char *d, size_t n, void **ret, char **e) {
+        return slurm_nodes_parse_scontrol(d, n, (SlurmNodeList **) ret, e);
+}
+static int parse_jobs_json(const char *d, size_t n, void **ret, char **e) {
+        return slurm_jobs_parse_json(d, n, (SlurmJobList **) ret, e);
+}
+static int parse_jobs_text(const char *d, size_t n, void **ret, char **e) {
+        return slurm_jobs_parse_squeue(d, n, (SlurmJobList **) ret, e);
+}
+
+int slurm_read_nodes(SlurmClient *c, SlurmNodeList **ret, SlurmCommandReport *report) {
+        SlurmCommandReport scratch = {};
+        const char *json_new[] = {c->scontrol, "--json", "--all", "show", "node", NULL};
+        const char *json_old[] = {c->sinfo, "--json", "--all", NULL};
+        const char *text[] = {c->scontrol, "--all", "--oneliner", "show", "node", NULL};
+        bool was_auto = c->format == SLURM_FORMAT_AUTO;
+        void *l = NULL;
+        int r;
+
+        report = report_reset(report, &scratch);
+        r = resolve_format(c, report);
+        if (r < 0)
+                goto finish;
+        if (c->format == SLURM_FORMAT_JSON) {
+                /* 23.02 made `sinfo --json` group nodes; scontrol lists them from then on. */
+                r = run_and_parse(c, version_at_least(c, 23, 2) ? json_new : json_old,
+                                  parse_nodes_json, &l, report);
+                if (r != -EIO || !was_auto || !json_unsupported(report))
+                        goto finish;
+                log_debug("%s: no JSON, reading text instead", report->command_line);
+                c->format = SLURM_FORMAT_TEXT;
+        }
+        r = run_and_parse(c, text, parse_nodes_text, &l, report);
+finish:
+        slurm_command_report_done(&scratch);
+        if (r < 0)
+                return r;
+        *ret = l;
+        return 0;
+}
+
+int slurm_read_jobs(SlurmClient *c, char *const *names, size_t n_names, SlurmJobList **ret,
+                    SlurmCommandReport *report) {
+        SlurmCommandReport scratch = {};
+        const char *json[] = {c->squeue, "--json", "--all", NULL};
+        const char *text[] = {c->squeue,           "--all", "--noheader", "--states=all",
+                              "--format=%A|%T|%N", NULL};
+        _cleanup_(slurm_job_list_freep) SlurmJobList *l = NULL;
+        bool was_auto = c->format == SLURM_FORMAT_AUTO;
+        size_t k = 0;
+        int r;
+
+        report = report_reset(report, &scratch);
+        r = resolve_format(c, report);
+        if (r < 0)
+                goto finish;
+        if (c->format == SLURM_FORMAT_JSON) {
+                r = run_and_parse(c, json, parse_jobs_json, (void **) &l, report);
+                if (r != -EIO || !was_auto || !json_unsupported(report))
+                        goto finish;
+                log_debug("%s: no JSON, reading text instead", report->command_line);
+                c->format = SLURM_FORMAT_TEXT;
+        }
+        r = run_and_parse(c, text, parse_jobs_text, (void **) &l, report);
+finish:
+        slurm_command_report_done(&scratch);
+        if (r < 0)
+                return r;
+
+        /* squeue --json ignores --nodelist before 23.02: filter here, always. */
+        if (names) {
+                for (size_t i = 0; i < l->n_jobs; i++) {
+                        bool keep = false;
+                        for (size_t n = 0; n < n_names && !keep; n++)
+                                keep = slurm_job_has_node(&l->jobs[i], names[n]);
+                        if (keep)
+                                l->jobs[k++] = l->jobs[i];
+                        else
+                                job_done(&l->jobs[i]);
+                }
+                l->n_jobs = k;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Updates */
+
+static bool update_name_is_valid(const char *s) {
+        size_t n = s ? strlen(s) : 0;
+
+        if (!name_is_valid(s ? s : "", n) || strcasecmp(s, "ALL") == 0 || s[0] == '-')
+                return false;
+        return !strpbrk(s, ",[]=\"'");
+}
+
+static bool reason_is_valid(const char *s) {
+        size_t n = s ? strlen(s) : 0;
+
+        if (n == 0 || n > SLURM_MAX_REASON_BYTES || s[0] == '"' || s[n - 1] == '"')
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char) s[i] < ' ' || s[i] == 0x7f)
+                        return false;
+        return true;
+}
+
+/* Nothing ran: the report says why. Returns -EINVAL. */
+static int refuse(SlurmCommandReport *report, const char *fmt, ...) _printf_(2, 3);
+static int refuse(SlurmCommandReport *report, const char *fmt, ...) {
+        va_list ap;
+
+        free(report->error);
+        va_start(ap, fmt);
+        if (vasprintf(&report->error, fmt, ap) < 0)
+                report->error = NULL;
+        va_end(ap);
+        return -EINVAL;
+}
+
+static int update_nodes(SlurmClient *c, char *const *names, size_t n_names, const char *state,
+                        const char *reason, SlurmCommandReport *report) {
+        _cleanup_(strbuf_done) StrBuf list = STRBUF_INIT(SIZE_MAX - 1);
+        _cleanup_free_ char *node_arg = NULL, *state_arg = NULL, *reason_arg = NULL;
+        RunResult res = {};
+        int r;
+
+        slurm_command_report_done(report);
+        if (!names || n_names == 0 || n_names > SLURM_MAX_NODES)
+                return refuse(report, "scontrol update State=%s: %zu nodes named (1 to %u allowed)",
+                              state, names ? n_names : 0, SLURM_MAX_NODES);
+        for (size_t i = 0; i < n_names; i++) {
+                if (!update_name_is_valid(names[i]))
+                        return refuse(report,
+                                      "scontrol update State=%s: refusing node name \"%.64s\" "
+                                      "(ALL, a hostlist or an invalid name)",
+                                      state, strnull(names[i]));
+                r = strbuf_printf(&list, "%s%s", i ? "," : "", names[i]);
+                if (r < 0)
+                        return r;
+        }
+        if (reason && !reason_is_valid(reason))
+                return refuse(report,
+                              "scontrol update State=%s: refusing the reason (empty, over %u "
+                              "bytes, control characters, or quotes at an end)",
+                              state, SLURM_MAX_REASON_BYTES);
+
+        if (asprintf(&node_arg, "NodeName=%s", strbuf_str(&list)) < 0 ||
+            asprintf(&state_arg, "State=%s", state) < 0 ||
+            (reason && asprintf(&reason_arg, "Reason=%s", reason) < 0))
+                return -ENOMEM;
+
+        const char *argv[] = {c->scontrol, "update", node_arg, state_arg, reason_arg, NULL};
+        r = run(c, argv, &res, report);
+        free(res.out);
+        return r;
+}
+
+static int update(SlurmClient *c, char *const *names, size_t n_names, const char *state,
+                  const char *reason, SlurmCommandReport *report) {
+        SlurmCommandReport scratch = {};
+        int r;
+
+        r = update_nodes(c, names, n_names, state, reason, report ? report : &scratch);
+        slurm_command_report_done(&scratch);
+        return r;
+}
+
+int slurm_drain_nodes(SlurmClient *c, char *const *names, size_t n_names, const char *reason,
+                      SlurmCommandReport *report) {
+        return update(c, names, n_names, "DRAIN", strempty(reason), report);
+}
+
+int slurm_resume_nodes(SlurmClient *c, char *const *names, size_t n_names,
+                       SlurmCommandReport *report) {
+        return update(c, names, n_names, "RESUME", NULL, report);
+}
+
+int slurm_down_nodes(SlurmClient *c, char *const *names, size_t n_names, const char *reason,
+                     SlurmCommandReport *report) {
+        return update(c, names, n_names, "DOWN", strempty(reason), report);
+}

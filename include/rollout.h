@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The rollout's judgements, without I/O: which pods are stale, which Slurm
+ * node a worker pod is, and whose a node's state is. A rollout writes its id
+ * into every reason it sets, so that a later run finds from the cluster
+ * alone where an interrupted one was (issue 7, the guide's maintenance
+ * procedure, DESIGN §4).
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "condition.h"
+#include "slurm.h"
+
+/* Every reason a rollout sets starts with this, then the id. */
+#define ROLLOUT_REASON_PREFIX  "aicr-enroot-rollout "
+/* What the slurmd container's preStop hook writes (DESIGN §4). */
+#define ROLLOUT_PRESTOP_REASON "slurm-operator: Pod is terminating"
+/* "20261202T180512Z": the rollout's start, UTC, to the second. */
+#define ROLLOUT_ID_BYTES       17u
+/* Pods of one role considered; more is refused. */
+#define ROLLOUT_MAX_PODS       65536u
+
+typedef enum RolloutRole {
+        ROLE_WORKER,
+        ROLE_LOGIN,
+        _ROLE_MAX,
+} RolloutRole;
+
+typedef enum PodVerdict {
+        VERDICT_STALE,   /* the agent says False: replace it */
+        VERDICT_CURRENT, /* True: never touched */
+        VERDICT_UNKNOWN, /* Unknown, or no condition (no agent): not replaced, reported */
+        _VERDICT_MAX,
+} PodVerdict;
+
+typedef struct RolloutPod {
+        char *name;
+        char *uid;
+        RolloutRole role;
+        char *node; /* the Slurm node of a worker (spec.hostname, else the name); NULL for login */
+        PodVerdict verdict;
+        char *why;        /* the condition's reason, or "no EnrootConfigCurrent condition" */
+        bool ready;       /* condition Ready=True */
+        bool terminating; /* metadata.deletionTimestamp is set */
+} RolloutPod;
+
+const char *rollout_role_to_string(RolloutRole r);
+const char *pod_verdict_to_string(PodVerdict v);
+
+/* Reads a Pod object. node_from_hostname: spec.hostname names the Slurm node
+ * when set (Slinky's chart sets it), else the pod name. Returns 0, -EBADMSG
+ * (no name or UID: *ret_error says which), -ENOMEM. */
+int rollout_pod_from_json(const json_t *pod, RolloutRole role, const char *condition_type,
+                          bool node_from_hostname, RolloutPod *ret, const char **ret_error);
+void rollout_pod_done(RolloutPod *p);
+
+/* Reads a PodList's items, sorted by name. Returns 0 with *ret_pods (free
+ * with rollout_pods_free()), -EBADMSG, -ENOBUFS (over ROLLOUT_MAX_PODS), -ENOMEM. */
+int rollout_pods_from_list(const json_t *list, RolloutRole role, const char *condition_type,
+                           bool node_from_hostname, RolloutPod **ret_pods, size_t *ret_n,
+                           const char **ret_error);
+RolloutPod *rollout_pods_free(RolloutPod *pods, size_t n);
+
+/* A new id for a rollout starting at now_usec (CLOCK_REALTIME). */
+void rollout_id_format(uint64_t now_usec, char buf[static ROLLOUT_ID_BYTES]);
+/* True for a well-formed id; *ret_sec (may be NULL) its time. */
+bool rollout_id_parse(const char *id, int64_t *ret_sec);
+
+/* The drain reason of rollout id. Returns a new string or NULL. */
+char *rollout_reason(const char *id);
+/* The id a reason of a rollout carries, copied into buf; false when the
+ * reason is not a rollout's. */
+bool rollout_reason_id(const char *reason, char buf[static ROLLOUT_ID_BYTES]);
+
+typedef enum NodeClaim {
+        CLAIM_AVAILABLE,     /* in service, no reason: nobody's */
+        CLAIM_OURS,          /* drained (or down) with this rollout's reason */
+        CLAIM_REPLACED,      /* down with the preStop reason, set after this rollout began:
+                            * its pod was replaced by this rollout, so the reason is ours */
+        CLAIM_OTHER_ROLLOUT, /* another rollout's reason */
+        CLAIM_FOREIGN,       /* out of service for a reason that is not a rollout's */
+        _CLAIM_MAX,
+} NodeClaim;
+
+const char *node_claim_to_string(NodeClaim c);
+
+/* Whose the node's state is, for rollout id (NULL: no rollout runs yet, so
+ * nothing is ours). */
+NodeClaim rollout_node_claim(const SlurmNode *n, const char *id);

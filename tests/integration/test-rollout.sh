@@ -1,0 +1,324 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# `aicr-enroot-agent rollout` against a real Slurm cluster (four slurmd on
+# this machine, tests/tools/slurm-cluster.sh) and the fake API server over
+# TLS. A small controller loop stands in for Slinky's: when a worker pod is
+# deleted it runs the slurmd preStop hook and restarts that node's slurmd
+# (slurm-cluster.sh replace-node), then creates the replacement pod (same
+# name, new UID) Ready and reporting EnrootConfigCurrent=True, as the agent
+# in it would; a deleted login pod comes back under a new name.
+# Covers: nothing stale; some stale and the rest never touched; a node
+# drained beforehand for another reason (plan stops, nothing changes;
+# --exclude); a running job (apply waits); a replacement that never becomes
+# Ready (timeout, status, abort restores only the rollout's nodes); an
+# interrupted apply continued by a second one; the rolling strategy.
+. "$(dirname "$0")/lib.sh"
+
+: "${TOP_SRCDIR:?run through make check}"
+command -v jq >/dev/null || skip "jq is not installed (scripts/setup-deps.sh installs it)"
+command -v openssl >/dev/null || skip "openssl is not installed (scripts/setup-deps.sh installs it)"
+FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
+CLUSTER="$TOP_SRCDIR/tests/tools/slurm-cluster.sh"
+[ -x "$FAKE" ] || { echo "FAIL: $FAKE is not built" >&2; exit 1; }
+export PATH=$PATH:/usr/sbin:/sbin
+
+section() { echo "== $* (at ${SECONDS}s)" >&2; }
+NS=slurm
+slurm=$WORK/slurm
+fake_pid=
+controller_pid=
+stop_fake() {
+        [ -n "$fake_pid" ] || return 0
+        kill "$fake_pid" 2>/dev/null || true
+        wait "$fake_pid" 2>/dev/null || true
+        fake_pid=
+}
+stop_controller() {
+        [ -n "$controller_pid" ] || return 0
+        kill "$controller_pid" 2>/dev/null || true
+        wait "$controller_pid" 2>/dev/null || true
+        controller_pid=
+}
+cleanup() {
+        stop_controller
+        stop_fake
+        bash "$CLUSTER" stop "$slurm" >/dev/null 2>&1 || true
+        rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+rc=0
+bash "$CLUSTER" start "$slurm" 4 >"$WORK/cluster.env" 2>"$WORK/cluster.err" || rc=$?
+[ "$rc" = 77 ] && skip "$(tail -1 "$WORK/cluster.err")"
+[ "$rc" = 0 ] || { cat "$WORK/cluster.err" >&2; echo "FAIL: the Slurm cluster did not start" >&2; exit 1; }
+set -a
+. "$WORK/cluster.env"
+set +a
+
+bash "$TOP_SRCDIR/tests/tools/make-test-ca.sh" "$WORK/pki" >/dev/null
+mkdir -p "$WORK/sa"
+cp "$WORK/pki/ca.crt" "$WORK/sa/ca.crt"
+printf 'rollout-token' >"$WORK/sa/token"
+printf 'rollout-token' >"$WORK/server-token"
+
+# --- the pods ------------------------------------------------------------------
+WSEL=app.kubernetes.io/instance=slinky-slurm-worker-slinky
+LSEL=app.kubernetes.io/instance=slinky-slurm-login-slinky
+# pod_json NAME UID ROLE CONDITION-STATUS [HOSTNAME]
+pod_json() {
+        local reason=ConfigCurrent label=${WSEL#*=}
+        [ "$4" = False ] && reason=ConfigDrifted
+        [ "$3" = login ] && label=${LSEL#*=}
+        jq -nc --arg name "$1" --arg uid "$2" --arg lbl "$label" --arg status "$4" \
+                --arg reason "$reason" --arg host "${5:-}" --arg ns "$NS" '
+                {metadata: {name: $name, namespace: $ns, uid: $uid,
+                            labels: {"app.kubernetes.io/instance": $lbl}},
+                 spec: (if $host == "" then {} else {hostname: $host} end),
+                 status: {conditions: [{type: "Ready", status: "True"},
+                                       {type: "EnrootConfigCurrent", status: $status,
+                                        reason: $reason, message: "test"}]}}'
+}
+# start_fake "0:False 1:True ..." LOGIN-STATUS: worker pods slurm-worker-slinky-N
+# (hostname slinky-N) with that condition, one login pod.
+start_fake() {
+        local spec w
+        stop_fake
+        {
+                echo '{"items": ['
+                for spec in $1; do
+                        w=${spec%%:*}
+                        pod_json "slurm-worker-slinky-$w" "00000000-0000-0000-0000-00000000000$w" worker \
+                                "${spec#*:}" "slinky-$w"
+                        echo ,
+                done
+                pod_json slurm-login-slinky-a 00000000-0000-0000-0000-0000000000aa login "$2"
+                echo ']}'
+        } >"$WORK/pods.json"
+        "$FAKE" --pods "$WORK/pods.json" --token-file "$WORK/server-token" --namespace "$NS" \
+                --tls-cert "$WORK/pki/server.crt" --tls-key "$WORK/pki/server.key" \
+                --port 0 --control-port 0 >"$WORK/fake.out" 2>"$WORK/fake.err" &
+        fake_pid=$!
+        wait_for 10 grep -q '^control on' "$WORK/fake.out" || { cat "$WORK/fake.err" >&2; exit 1; }
+        API=$(sed -n 's/^listening on //p' "$WORK/fake.out")
+        CTL=$(sed -n 's/^control on //p' "$WORK/fake.out")
+}
+ctl() { curl -sf -X "$1" "$CTL$2" ${3:+-H 'Content-Type: application/json' --data-binary "$3"}; }
+
+# The controller: recreates deleted pods; NEVER_READY names a worker whose
+# replacement never becomes Ready.
+controller() {
+        local n name uid i=0
+        while sleep 0.1; do
+                ctl GET /pods >"$WORK/pods.now" 2>/dev/null || continue
+                for n in 0 1 2 3; do
+                        name=slurm-worker-slinky-$n
+                        grep -q "\"slinky-$n\"" "$WORK/pods.json" || continue
+                        jq -e --arg n "$name" '.items[] | select(.metadata.name == $n)' \
+                                "$WORK/pods.now" >/dev/null && continue
+                        bash "$CLUSTER" replace-node "$slurm" "slinky-$n" >>"$WORK/controller.log" 2>&1
+                        i=$((i + 1))
+                        uid=$(printf '10000000-0000-0000-0000-%012d' "$i")
+                        if [ "$name" = "${NEVER_READY:-}" ]; then
+                                pod_json "$name" "$uid" worker False "slinky-$n" |
+                                        jq -c '.status.conditions[0].status = "False"'
+                        else
+                                pod_json "$name" "$uid" worker True "slinky-$n"
+                        fi | curl -sf -X POST "$CTL/pods" -H 'Content-Type: application/json' \
+                                --data-binary @- >/dev/null
+                done
+                if ! jq -e '.items[] | select(.metadata.labels["app.kubernetes.io/instance"] == "slinky-slurm-login-slinky")' \
+                        "$WORK/pods.now" >/dev/null; then
+                        i=$((i + 1))
+                        pod_json "slurm-login-slinky-r$i" "$(printf '20000000-0000-0000-0000-%012d' "$i")" login True |
+                                curl -sf -X POST "$CTL/pods" -H 'Content-Type: application/json' \
+                                        --data-binary @- >/dev/null
+                fi
+        done
+}
+start_controller() {
+        stop_controller
+        controller &
+        controller_pid=$!
+}
+
+rollout() { # ACTION ARGS...: runs the rollout, stdout in $WORK/out, stderr in $WORK/err, sets RC
+        RC=0
+        "$AGENT" rollout "$@" --kube-api "$API" --serviceaccount-dir "$WORK/sa" --namespace "$NS" \
+                --poll-interval 100 --pod-timeout 20 --jobs-timeout 30 >"$WORK/out" 2>"$WORK/err" || RC=$?
+}
+expect_rc() { # WANT LABEL
+        if [ "$RC" = "$1" ]; then pass; else
+                fail "$2: exit $RC, expected $1"$'\n'"$(cat "$WORK/out" "$WORK/err")"
+        fi
+}
+node_field() { scontrol --oneliner show node "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+node_state() { node_field "$1" State; }
+node_reason() { scontrol --oneliner show node "$1" | sed -n 's/.* Reason=\(.*\) \[.*/\1/p'; }
+deletes() { ctl GET /requests | jq -r '.[] | select(.method == "DELETE") | .path | sub(".*/"; "")' | tr '\n' ' '; }
+# Every node back in service, no reasons, for the next case.
+reset_nodes() {
+        local n
+        for n in slinky-0 slinky-1 slinky-2 slinky-3; do
+                case "$(node_state $n)" in
+                IDLE) ;;
+                *) scontrol update nodename=$n state=resume >/dev/null 2>&1 || true ;;
+                esac
+        done
+        bash "$CLUSTER" wait-idle "$slurm" 30 >/dev/null 2>&1 || { fail "nodes did not come back idle"; sinfo -N >&2; }
+}
+all_idle() { [ "$(sinfo --noheader -N -o '%T' | sort -u | tr '\n' ' ')" = "idle " ]; }
+node_is() { [ "$(node_state "$1")" = "$2" ]; }
+
+# --- nothing stale ------------------------------------------------------------------
+section "options"
+expect_status 2 "$AGENT" rollout --strategy fast
+grep -q -- '--strategy: "fast" is not window or rolling' "$WORK/err" && pass || fail "strategy error: $(cat "$WORK/err")"
+expect_status 2 "$AGENT" rollout --rollout-id yesterday
+grep -q -- '--rollout-id: "yesterday" is not a rollout id' "$WORK/err" && pass || fail "id error: $(cat "$WORK/err")"
+expect_status 2 "$AGENT" rollout undo
+grep -q '"undo" is not plan, apply, status or abort' "$WORK/err" && pass || fail "action error: $(cat "$WORK/err")"
+expect_status 2 "$AGENT" rollout plan --kube-api http://10.0.0.1:8001
+grep -q 'neither https:// nor http:// to this machine' "$WORK/err" && pass || fail "remote http: $(cat "$WORK/err")"
+expect_status 0 "$AGENT" rollout --help
+grep -q 'Usage: aicr-enroot-agent rollout' "$WORK/out" && pass || fail "--help"
+
+section "nothing stale"
+start_fake "0:True 1:True 2:True 3:True" True
+rollout plan
+expect_rc 0 "plan, nothing stale"
+grep -q 'nothing to do' "$WORK/out" && pass || fail "plan says: $(cat "$WORK/out")"
+rollout apply
+expect_rc 0 "apply, nothing stale"
+[ -z "$(deletes)" ] && pass || fail "pods deleted with nothing stale: $(deletes)"
+wait_for 10 all_idle && pass || fail "nodes touched: $(sinfo -N)"
+
+# --- a node drained beforehand for another reason: stop, change nothing ---------------
+section "a node drained beforehand for another reason: stop, change nothing"
+start_fake "0:True 1:False 2:True 3:False" True
+scontrol update nodename=slinky-3 state=drain reason="disk check by ops"
+rollout plan
+expect_rc 1 "plan with a foreign drain"
+grep -q 'blocked: node slinky-3 .*disk check by ops' "$WORK/out" && pass || fail "no blocker line: $(cat "$WORK/out")"
+rollout apply --format json
+expect_rc 1 "apply with a foreign drain"
+jq -e '.result | startswith("blocked")' "$WORK/out" >/dev/null && pass || fail "json result: $(cat "$WORK/out")"
+[ -z "$(deletes)" ] && pass || fail "deleted pods while blocked: $(deletes)"
+[ "$(node_state slinky-1)" = IDLE ] && pass || fail "slinky-1 touched while blocked: $(node_state slinky-1)"
+[ "$(node_reason slinky-3)" = "disk check by ops" ] && pass || fail "slinky-3 reason changed: $(node_reason slinky-3)"
+
+# --exclude leaves it alone and goes on with the rest.
+start_controller
+rollout apply --exclude slinky-3
+expect_rc 0 "apply --exclude"
+[ "$(deletes)" = "slurm-worker-slinky-1 " ] && pass || fail "deletes with --exclude: '$(deletes)'"
+[ "$(node_reason slinky-3)" = "disk check by ops" ] && pass || fail "slinky-3 reason: $(node_reason slinky-3)"
+wait_for 10 node_is slinky-1 IDLE && pass || fail "slinky-1 not resumed: $(node_state slinky-1)"
+stop_controller
+scontrol update nodename=slinky-3 state=resume
+reset_nodes
+
+# --- some stale, a running job, window: the job ends first; current pods untouched ---
+section "some stale, a running job, window: the job ends first; current pods untouched"
+start_fake "0:True 1:False 2:False 3:True" False
+start_controller
+job=$(sbatch --parsable -w slinky-1 -N1 --wrap 'sleep 3' 2>/dev/null) || job=
+wait_for 5 sh -c "squeue -h -j '$job' -t RUNNING | grep -q ." || fail "the test job did not start"
+start=$(date +%s)
+log_lines=$(wc -l <"$slurm/log/slurmctld.log")
+rollout apply --format json
+expect_rc 0 "apply with a running job"
+[ "$(deletes)" = "slurm-worker-slinky-1 slurm-worker-slinky-2 slurm-login-slinky-a " ] && pass ||
+        fail "deleted: '$(deletes)'"
+first_delete=$(ctl GET /requests | jq '[.[] | select(.method == "DELETE") | .time] | min | floor')
+[ "$first_delete" -ge $((start + 2)) ] && pass || fail "a pod was deleted while the job ran ($first_delete vs $start)"
+jq -e '[.steps[] | select(.step == "wait-jobs" and .result == "done")] | length == 1' "$WORK/out" >/dev/null &&
+        pass || fail "no wait-jobs step: $(jq -c .steps "$WORK/out")"
+wait_for 10 all_idle && pass || fail "not every node is back in service: $(sinfo -N -o '%N %T %E')"
+# slurmctld logs every reason it sets: none for the current pods' nodes.
+tail -n +$((log_lines + 1)) "$slurm/log/slurmctld.log" >"$WORK/ctld.log"
+grep -q 'reason set to' "$WORK/ctld.log" && pass || fail "slurmctld logged no reason at all (log format?)"
+grep -E 'slinky-[03].*reason set to|reason set to.*slinky-[03]' "$WORK/ctld.log" &&
+        fail "a current pod's node got a reason" || pass
+[ "$(jq -r .result "$WORK/out")" != null ] && pass || fail "no result"
+stop_controller
+reset_nodes
+
+# --- a replacement that never becomes Ready: timeout, status, abort -------------------
+section "a replacement that never becomes Ready: timeout, status, abort"
+start_fake "0:True 1:False 2:False 3:True" True
+NEVER_READY=slurm-worker-slinky-1 start_controller
+scontrol update nodename=slinky-3 state=drain reason="disk check by ops"
+rollout apply --pod-timeout 3 --exclude slinky-3
+expect_rc 3 "apply with a replacement that never gets Ready"
+grep -q 'Timed out waiting for the replacement of pod slurm-worker-slinky-1' "$WORK/out" && pass ||
+        fail "timeout message: $(cat "$WORK/out")"
+grep -q 'rollout status' "$WORK/out" && pass || fail "no hint at status/abort: $(cat "$WORK/out")"
+rollout status --exclude slinky-3
+expect_rc 1 "status after a timeout"
+grep -q 'in progress' "$WORK/out" && pass || fail "status: $(cat "$WORK/out")"
+rollout abort --exclude slinky-3
+expect_rc 0 "abort"
+wait_for 10 node_is slinky-2 IDLE && pass || fail "abort did not resume slinky-2: $(node_state slinky-2)"
+case "$(node_state slinky-1)" in IDLE) fail "abort resumed the replaced slinky-1" ;; *) pass ;; esac
+[ "$(node_reason slinky-3)" = "disk check by ops" ] && pass || fail "abort touched slinky-3: $(node_reason slinky-3)"
+stop_controller
+scontrol update nodename=slinky-3 state=resume
+reset_nodes
+
+# --- interrupted, then continued by a second apply --------------------------------------
+section "interrupted, then continued by a second apply"
+start_fake "0:False 1:False 2:False 3:True" True
+start_controller
+"$AGENT" rollout apply --kube-api "$API" --serviceaccount-dir "$WORK/sa" --namespace "$NS" \
+        --poll-interval 100 >"$WORK/first.out" 2>&1 &
+first=$!
+wait_for 30 grep -q 'pod slurm-worker-slinky-0 replaced' "$WORK/first.out" || fail "first replacement not seen"
+kill -KILL "$first" 2>/dev/null || true
+wait "$first" 2>/dev/null || true
+rollout status
+expect_rc 1 "status after an interruption"
+grep -q '(in progress)' "$WORK/out" && pass || fail "status does not find the rollout: $(cat "$WORK/out")"
+id=$(sed -n 's/^[0-9:]* rollout \([0-9TZ]*\) (in progress).*/\1/p' "$WORK/out")
+rollout apply
+expect_rc 0 "the second apply"
+[ -n "$id" ] && grep -q "^[0-9:]* rollout $id (in progress)" "$WORK/out" && pass ||
+        fail "the second apply did not continue '$id': $(head -1 "$WORK/out")"
+[ "$(ctl GET /requests | jq '[.[] | select(.method == "DELETE" and (.path | endswith("slinky-0")))] | length')" = 1 ] &&
+        pass || fail "slinky-0's pod deleted twice"
+wait_for 10 all_idle && pass || fail "not back in service: $(sinfo -N -o '%N %T %E')"
+stop_controller
+reset_nodes
+
+# --- all stale: every worker, then the login pod, then every node back -------------
+section "all stale"
+start_fake "0:False 1:False 2:False 3:False" False
+start_controller
+rollout apply --format json
+expect_rc 0 "apply, all stale"
+[ "$(deletes)" = "slurm-worker-slinky-0 slurm-worker-slinky-1 slurm-worker-slinky-2 slurm-worker-slinky-3 slurm-login-slinky-a " ] &&
+        pass || fail "all stale, deleted: '$(deletes)'"
+jq -e '[.pods[] | select(.verdict != "current")] | length == 0' "$WORK/out" >/dev/null && pass ||
+        fail "not every pod current after apply: $(jq -c '[.pods[] | [.name, .verdict]]' "$WORK/out")"
+# the login pod goes only after every worker is back
+[ "$(ctl GET /requests | jq -r '[.[] | select(.method == "DELETE")] | last | .path | sub(".*/"; "")')" = slurm-login-slinky-a ] &&
+        pass || fail "the login pod was not replaced last"
+wait_for 10 all_idle && pass || fail "not back in service: $(sinfo -N -o '%N %T %E')"
+stop_controller
+reset_nodes
+
+# --- rolling: one node at a time, the rest in service -----------------------------------
+section "rolling: one node at a time, the rest in service"
+start_fake "0:False 1:False 2:True 3:True" True
+start_controller
+rollout apply --strategy rolling
+expect_rc 0 "rolling apply"
+# slinky-0 is back before slinky-1 is drained.
+log=$(grep -n 'slinky-[01]' "$WORK/out" | grep -E 'resume: node|replace: worker' | tr '\n' ' ')
+case "$log" in
+*"resume: node slinky-0"*"replace: worker pod slurm-worker-slinky-1"*) pass ;;
+*) fail "rolling order: $log" ;;
+esac
+wait_for 10 all_idle && pass || fail "not back in service: $(sinfo -N -o '%N %T %E')"
+stop_controller
+
+finish

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The rollout's judgements: pods, ids, reasons, and whose a node's state is. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rollout.h"
+
+typedef struct PodRow {
+        const char *name;
+        const char *json;
+        RolloutRole role;
+        bool hostname;
+        int ret;
+        const char *node;
+        PodVerdict verdict;
+        const char *why; /* substring */
+        bool ready, terminating;
+} PodRow;
+
+#define COND(status, reason) \
+        "{\"type\":\"EnrootConfigCurrent\",\"status\":\"" status "\",\"reason\":\"" reason "\"}"
+#define READY "{\"type\":\"Ready\",\"status\":\"True\"}"
+
+static const PodRow pod_rows[] = {
+        {"stale worker with a hostname",
+         "{\"metadata\":{\"name\":\"w-0\",\"uid\":\"u0\"},\"spec\":{\"hostname\":\"slinky-0\"},"
+         "\"status\":{\"conditions\":[" READY "," COND("False", "ConfigDrifted") "]}}",
+         ROLE_WORKER, true, 0, "slinky-0", VERDICT_STALE, "ConfigDrifted", true, false},
+        {"hostname ignored with --node-name pod",
+         "{\"metadata\":{\"name\":\"w-0\",\"uid\":\"u0\"},\"spec\":{\"hostname\":\"slinky-0\"}}",
+         ROLE_WORKER, false, 0, "w-0", VERDICT_UNKNOWN, "no EnrootConfigCurrent", false, false},
+        {"no hostname: the pod name",
+         "{\"metadata\":{\"name\":\"w-1\",\"uid\":\"u1\"},\"status\":{\"conditions\":[" COND(
+                 "True", "ConfigCurrent") "]}}",
+         ROLE_WORKER, true, 0, "w-1", VERDICT_CURRENT, "ConfigCurrent", false, false},
+        {"unknown condition",
+         "{\"metadata\":{\"name\":\"l-0\",\"uid\":\"u\"},\"status\":{\"conditions\":[" COND(
+                 "Unknown", "FileUnreadable") "]}}",
+         ROLE_LOGIN, true, 0, NULL, VERDICT_UNKNOWN, "FileUnreadable", false, false},
+        {"terminating",
+         "{\"metadata\":{\"name\":\"l-0\",\"uid\":\"u\",\"deletionTimestamp\":\"2026-01-01T00:00:"
+         "00Z\"}}",
+         ROLE_LOGIN, true, 0, NULL, VERDICT_UNKNOWN, "", false, true},
+        {"no uid", "{\"metadata\":{\"name\":\"x\"}}", ROLE_WORKER, true, -EBADMSG},
+        {"no name", "{\"metadata\":{\"uid\":\"x\"}}", ROLE_WORKER, true, -EBADMSG},
+        {"not an object", "[]", ROLE_WORKER, true, -EBADMSG},
+};
+
+static void test_pods(void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(pod_rows); i++) {
+                const PodRow *row = &pod_rows[i];
+                json_t *j = json_loads(row->json, 0, NULL);
+                RolloutPod p = {};
+                int r;
+
+                print_message("%s\n", row->name);
+                assert_non_null(j);
+                r = rollout_pod_from_json(j, row->role, CONDITION_DEFAULT_TYPE, row->hostname, &p,
+                                          NULL);
+                json_decref(j);
+                assert_int_equal(r, row->ret);
+                if (r < 0)
+                        continue;
+                if (row->node)
+                        assert_string_equal(p.node, row->node);
+                else
+                        assert_null(p.node);
+                assert_int_equal(p.verdict, row->verdict);
+                assert_non_null(strstr(p.why, row->why));
+                assert_int_equal(p.ready, row->ready);
+                assert_int_equal(p.terminating, row->terminating);
+                rollout_pod_done(&p);
+        }
+}
+
+static void test_list(void **state) {
+        json_t *j = json_loads("{\"items\":[{\"metadata\":{\"name\":\"b\",\"uid\":\"1\"}},"
+                               "{\"metadata\":{\"name\":\"a\",\"uid\":\"2\"}}]}",
+                               0, NULL);
+        RolloutPod *pods = NULL;
+        size_t n = 0;
+
+        assert_int_equal(rollout_pods_from_list(j, ROLE_WORKER, CONDITION_DEFAULT_TYPE, true, &pods,
+                                                &n, NULL),
+                         0);
+        assert_int_equal(n, 2);
+        assert_string_equal(pods[0].name, "a"); /* sorted */
+        rollout_pods_free(pods, n);
+        json_decref(j);
+
+        j = json_loads("{\"items\":[{\"metadata\":{\"name\":\"a\",\"uid\":\"1\"}},{}]}", 0, NULL);
+        assert_int_equal(rollout_pods_from_list(j, ROLE_WORKER, CONDITION_DEFAULT_TYPE, true, &pods,
+                                                &n, NULL),
+                         -EBADMSG);
+        json_decref(j);
+        j = json_loads("{\"kind\":\"Status\"}", 0, NULL);
+        assert_int_equal(rollout_pods_from_list(j, ROLE_WORKER, CONDITION_DEFAULT_TYPE, true, &pods,
+                                                &n, NULL),
+                         -EBADMSG);
+        json_decref(j);
+}
+
+static void test_ids(void **state) {
+        char id[ROLLOUT_ID_BYTES], got[ROLLOUT_ID_BYTES];
+        int64_t sec = 0;
+        char *reason;
+
+        rollout_id_format(1796232152000000ull, id); /* 2026-12-02T17:22:32Z */
+        assert_string_equal(id, "20261202T172232Z");
+        assert_true(rollout_id_parse(id, &sec));
+        assert_int_equal(sec, 1796232152);
+        assert_false(rollout_id_parse("20261202T172232", NULL));
+        assert_false(rollout_id_parse("20261202X172232Z", NULL));
+        assert_false(rollout_id_parse("2026120aT172232Z", NULL));
+        assert_false(rollout_id_parse("20261302T172232Z", NULL)); /* month 13 */
+        assert_false(rollout_id_parse("", NULL));
+
+        reason = rollout_reason(id);
+        assert_non_null(reason);
+        assert_string_equal(reason,
+                            "aicr-enroot-rollout 20261202T172232Z: enroot configuration update");
+        assert_true(rollout_reason_id(reason, got));
+        assert_string_equal(got, id);
+        free(reason);
+        assert_true(rollout_reason_id("aicr-enroot-rollout 20261202T172232Z", got));
+        assert_false(rollout_reason_id("aicr-enroot-rollout 20261202T172232Zx", got));
+        assert_false(rollout_reason_id("aicr-enroot-rollout nonsense", got));
+        assert_false(rollout_reason_id("Enroot configuration rollout", got));
+        assert_false(rollout_reason_id("", got));
+        assert_false(rollout_reason_id(NULL, got));
+}
+
+static SlurmNode node(const char *state, const char *reason, int64_t reason_time) {
+        SlurmNode n = {.name = (char *) (uintptr_t) "n",
+                       .reason = (char *) (uintptr_t) reason,
+                       .state = (char *) (uintptr_t) state,
+                       .reason_time_sec = reason_time};
+        assert_int_equal(slurm_node_state_parse(state, &n.base, &n.flags), 0);
+        return n;
+}
+
+static void test_claims(void **state) {
+        static const struct {
+                const char *state, *reason;
+                int64_t time;
+                const char *id;
+                NodeClaim claim;
+        } rows[] = {
+                {"IDLE", "", 0, NULL, CLAIM_AVAILABLE},
+                {"ALLOCATED", "", 0, "20261202T172232Z", CLAIM_AVAILABLE},
+                {"IDLE+DRAIN", "aicr-enroot-rollout 20261202T172232Z: x", 0, "20261202T172232Z",
+                 CLAIM_OURS},
+                {"IDLE+DRAIN", "aicr-enroot-rollout 20261202T172232Z: x", 0, NULL,
+                 CLAIM_OTHER_ROLLOUT},
+                {"IDLE+DRAIN", "aicr-enroot-rollout 20251202T172232Z: x", 0, "20261202T172232Z",
+                 CLAIM_OTHER_ROLLOUT},
+                {"DOWN", ROLLOUT_PRESTOP_REASON, 1796232152, "20261202T172232Z", CLAIM_REPLACED},
+                {"DOWN", ROLLOUT_PRESTOP_REASON, 1796232151, "20261202T172232Z", CLAIM_FOREIGN},
+                {"DOWN", ROLLOUT_PRESTOP_REASON, 1796232199, NULL, CLAIM_FOREIGN},
+                {"IDLE+DRAIN", "disk replacement", 0, "20261202T172232Z", CLAIM_FOREIGN},
+                {"DOWN+NOT_RESPONDING", "Not responding", 0, NULL, CLAIM_FOREIGN},
+                {"IDLE+FAIL", "ecc", 0, NULL, CLAIM_FOREIGN},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                SlurmNode n = node(rows[i].state, rows[i].reason, rows[i].time);
+
+                print_message("%s \"%s\"\n", rows[i].state, rows[i].reason);
+                assert_int_equal(rollout_node_claim(&n, rows[i].id), rows[i].claim);
+        }
+        assert_string_equal(node_claim_to_string(CLAIM_REPLACED), "replaced");
+        assert_null(node_claim_to_string(_CLAIM_MAX));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_pods),
+                cmocka_unit_test(test_list),
+                cmocka_unit_test(test_ids),
+                cmocka_unit_test(test_claims),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
