@@ -221,7 +221,7 @@ reset_nodes
 section "some stale, a running job, window: the job ends first; current pods untouched"
 start_fake "0:True 1:False 2:False 3:True" False
 start_controller
-job=$(sbatch --parsable -w slinky-1 -N1 --wrap 'sleep 3' 2>/dev/null) || job=
+job=$(sbatch --parsable -w slinky-1 -N1 -o /dev/null --wrap 'sleep 3' 2>/dev/null) || job=
 wait_for 5 sh -c "squeue -h -j '$job' -t RUNNING | grep -q ." || fail "the test job did not start"
 start=$(date +%s)
 log_lines=$(wc -l <"$slurm/log/slurmctld.log")
