@@ -20,6 +20,9 @@ struct Httpd {
         sd_event_source *timer; /* libmicrohttpd's next timeout */
         struct MHD_Daemon *mhd;
         HttpdSource source;
+        unsigned max_others; /* connections not from 127.0.0.1 or ::1 allowed at once */
+        unsigned others;     /* such connections open now */
+        bool closed_in_run;  /* a connection closed during the last MHD_run() */
         uint16_t port;
         char address[HTTPD_LISTEN_STRLEN];
 };
@@ -475,9 +478,74 @@ static void rearm_timer(Httpd *h) {
 }
 
 static void run_mhd(Httpd *h) {
+        h->closed_in_run = false;
         if (MHD_run(h->mhd) != MHD_YES)
                 log_debug("libmicrohttpd: MHD_run() failed");
+        /* At its connection limit libmicrohttpd takes the listening socket out
+         * of its epoll set, and puts it back only at the start of a later
+         * MHD_run(). When the connections that filled the limit all closed
+         * within this run, nothing would wake the loop again (no connection,
+         * no timeout), and the agent would never accept again: run once more
+         * on the next turn. */
+        if (h->closed_in_run) {
+                int r = sd_event_source_set_time_relative(h->timer, 0);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
+                if (r >= 0)
+                        return;
+                log_debug_errno(r, "Cannot arm the HTTP timer: %m");
+        }
         rearm_timer(h);
+}
+
+static bool address_is_local(const struct sockaddr *sa) {
+        static const struct in6_addr v6_loopback = IN6ADDR_LOOPBACK_INIT;
+
+        if (!sa)
+                return false;
+        if (sa->sa_family == AF_INET)
+                return ((const struct sockaddr_in *) (const void *) sa)->sin_addr.s_addr ==
+                       htonl(INADDR_LOOPBACK);
+        if (sa->sa_family == AF_INET6) {
+                const struct in6_addr *a =
+                        &((const struct sockaddr_in6 *) (const void *) sa)->sin6_addr;
+                /* ::1, or 127.0.0.1 mapped into IPv6 on a dual-stack socket */
+                return memcmp(a, &v6_loopback, sizeof *a) == 0 ||
+                       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127 && a->s6_addr[13] == 0 &&
+                        a->s6_addr[14] == 0 && a->s6_addr[15] == 1);
+        }
+        return false;
+}
+
+/* Keeps HTTPD_RESERVED_LOCAL_CONNECTIONS slots for the readiness probe. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen) {
+        Httpd *h = cls;
+
+        if (address_is_local(addr) || h->others < h->max_others)
+                return MHD_YES;
+        log_debug("HTTP: refusing a connection: %u non-local connections are open.", h->others);
+        return MHD_NO;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+        static char counted; /* marks a connection counted in h->others */
+        Httpd *h = cls;
+
+        if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+                const union MHD_ConnectionInfo *info =
+                        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+                if (!info || !address_is_local(info->client_addr)) {
+                        h->others++;
+                        *socket_context = &counted;
+                }
+        } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+                if (*socket_context == &counted && h->others > 0)
+                        h->others--;
+                *socket_context = NULL;
+                h->closed_in_run = true;
+        }
 }
 
 static int on_mhd_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -607,13 +675,16 @@ int httpd_start(sd_event *e, const HttpdListen *listen, const HttpdLimits *limit
         /* No internal thread: MHD_USE_EPOLL alone is the "external" epoll mode,
          * driven by MHD_run() from our loop. The logger must come first to
          * catch messages from the start itself. */
-        h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h,
-                                  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
-                                  MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-                                  lim.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                                  lim.max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
-                                  lim.idle_timeout_sec, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                                  lim.connection_memory_bytes, MHD_OPTION_END);
+        h->max_others = lim.max_connections > HTTPD_RESERVED_LOCAL_CONNECTIONS
+                                ? lim.max_connections - HTTPD_RESERVED_LOCAL_CONNECTIONS
+                                : lim.max_connections;
+        h->mhd = MHD_start_daemon(
+                MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, on_accept, h, on_request, h,
+                MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_NOTIFY_CONNECTION,
+                on_connection, h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+                lim.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, lim.max_connections_per_ip,
+                MHD_OPTION_CONNECTION_TIMEOUT, lim.idle_timeout_sec,
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, lim.connection_memory_bytes, MHD_OPTION_END);
         if (!h->mhd)
                 /* fd is not closed here: libmicrohttpd closes a socket it was given on
                  * some failure paths (after its flag checks, which our fixed flags pass),

@@ -41,22 +41,26 @@
 #include "strbuf.h"
 
 /* Concurrent connections in all; more wait in the kernel's accept queue. */
-#define HTTPD_MAX_CONNECTIONS         32u
+#define HTTPD_MAX_CONNECTIONS            32u
+/* Of HTTPD_MAX_CONNECTIONS, this many only 127.0.0.1 and ::1 may use: the
+ * exec readiness probe (--check) connects from there, and must be answered
+ * even while other clients hold every other slot. */
+#define HTTPD_RESERVED_LOCAL_CONNECTIONS 4u
 /* Concurrent connections from one address; more are closed at once. */
-#define HTTPD_MAX_CONNECTIONS_PER_IP  8u
+#define HTTPD_MAX_CONNECTIONS_PER_IP     8u
 /* A connection that makes no progress this long is closed. */
-#define HTTPD_IDLE_TIMEOUT_SEC        10u
+#define HTTPD_IDLE_TIMEOUT_SEC           10u
 /* libmicrohttpd's per-connection memory pool: the request line and headers
  * must fit in about half of it, or the request is refused. */
-#define HTTPD_CONNECTION_MEMORY_BYTES (16u * 1024u)
+#define HTTPD_CONNECTION_MEMORY_BYTES    (16u * 1024u)
 /* listen(2) backlog. */
-#define HTTPD_LISTEN_BACKLOG          64
+#define HTTPD_LISTEN_BACKLOG             64
 /* Longest --listen argument accepted. */
-#define HTTPD_MAX_LISTEN_LENGTH       128u
+#define HTTPD_MAX_LISTEN_LENGTH          128u
 /* Longest readiness reason line (without the newline). */
-#define HTTPD_MAX_REASON_BYTES        512u
+#define HTTPD_MAX_REASON_BYTES           512u
 /* Room for httpd_listen_format(): "[" IPv6 "]:" port, NUL. */
-#define HTTPD_LISTEN_STRLEN           (INET6_ADDRSTRLEN + 16)
+#define HTTPD_LISTEN_STRLEN              (INET6_ADDRSTRLEN + 16)
 
 /* A parsed --listen [ADDR]:PORT. Accepted forms:
  *   ":9100"            all addresses: IPv6 dual-stack ([::] with IPV6_V6ONLY
