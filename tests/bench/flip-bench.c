@@ -1,0 +1,919 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * flip-bench: drives kubelet-style ConfigMap updates and times what sees them.
+ * The benchmark scripts under tests/bench/ run it; it links nothing but libc
+ * and pthreads, so that it measures the agent, not itself.
+ *
+ *   flip-bench latency --dir DIR --count N --vary KEY --key KEY=FILE...
+ *                      [--gap-ms MS] [--warmup N] [--inotifywait PATH]
+ *                      [--raw FILE] -- AGENT ARG...
+ *       Starts AGENT ARG... (which must listen on 127.0.0.1:0 and log the
+ *       "Serving ... on 127.0.0.1:PORT." line to stderr) and, unless PATH is
+ *       empty, "PATH -m" on DIR: the peer. Then, N times, one update exactly as
+ *       kubelet's atomic writer makes it (version directory, keys written,
+ *       ..data_tmp, rename(2) over ..data, links, old version removed), back
+ *       to back, then a pause of MS milliseconds (default 30, longer than the
+ *       agent's settle time) so every update starts from a quiet directory.
+ *       Each update appends "BENCH_<i>=1" to key KEY (an environ.d key), so
+ *       its state is visible as key="BENCH_<i>" in /metrics and as BENCH_<i>
+ *       in the agent's change log line. Timed from just before rename(2):
+ *         inotifywait  the peer's line for the flip (MOVED_FROM ..data_tmp or
+ *                      MOVED_TO ..data), read from its pipe by a thread
+ *                      blocked in read(2)
+ *         metrics      the first GET /metrics whose body holds the new
+ *                      state; a client thread starts asking at the flip, one
+ *                      fresh connection per request (the agent closes each)
+ *         log          the agent's log line naming BENCH_<i>, read from its
+ *                      stderr pipe by a blocked thread (written just before
+ *                      the new state is published: a lower bound)
+ *       Prints one line per measure: NAME n=.. p50_us=.. p99_us=.. max_us=..
+ *       and the client's request cycle. --raw FILE: every sample, one line per
+ *       update. Exits 0, 1 when an update was not seen within 5 s, 2 on a
+ *       usage error.
+ *
+ *   flip-bench updates --dir DIR --count N --vary KEY --key KEY=FILE...
+ *                      --port PORT
+ *       N updates against an agent already running on 127.0.0.1:PORT, each
+ *       one waited for in /metrics (so each is evaluated). Prints the time.
+ *
+ *   flip-bench scrape --port PORT --count N [--threads T]
+ *       N GET /metrics of 127.0.0.1:PORT, from T threads (default 4), one
+ *       connection per request; each must answer 200. Prints the time.
+ *
+ *   flip-bench textfile --file PATH --count N --port PORT
+ *       The peer's side of "updates": N times, PATH is rewritten (a new
+ *       temporary file renamed over it, with a comment line that changes) and
+ *       127.0.0.1:PORT/metrics fetched once (node_exporter reads the textfile
+ *       at each scrape). Prints the time.
+ */
+#ifndef _GNU_SOURCE /* config.h defines it in the build */
+#define _GNU_SOURCE
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define MAX_KEYS          8
+#define MAX_BODY          (1u << 20)
+#define SEEN_TIMEOUT_USEC (5u * 1000u * 1000u)
+
+static const char *prog = "flip-bench";
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) {
+        va_list ap;
+
+        fprintf(stderr, "%s: ", prog);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+        exit(1);
+}
+
+static void usage_error(const char *what) __attribute__((noreturn));
+static void usage_error(const char *what) {
+        fprintf(stderr,
+                "%s: %s\n"
+                "usage: %s latency --dir DIR --count N --vary KEY --key KEY=FILE... [--gap-ms MS]\n"
+                "                  [--warmup N] [--inotifywait PATH] [--raw FILE] -- AGENT ARG...\n"
+                "       %s updates --dir DIR --count N --vary KEY --key KEY=FILE... --port PORT\n"
+                "       %s scrape --port PORT --count N [--threads T]\n"
+                "       %s textfile --file PATH --count N --port PORT\n",
+                prog, what, prog, prog, prog, prog);
+        exit(2);
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+static void sleep_usec(uint64_t usec) {
+        struct timespec ts = {.tv_sec = (time_t) (usec / 1000000u),
+                              .tv_nsec = (long) (usec % 1000000u) * 1000};
+
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+static char *read_file(const char *path, size_t *ret_len) {
+        FILE *f = fopen(path, "re");
+        char *buf;
+        long n;
+
+        if (!f)
+                die("cannot open \"%s\": %s", path, strerror(errno));
+        if (fseek(f, 0, SEEK_END) < 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) < 0)
+                die("cannot size \"%s\"", path);
+        buf = malloc((size_t) n + 1);
+        if (!buf || fread(buf, 1, (size_t) n, f) != (size_t) n)
+                die("cannot read \"%s\"", path);
+        buf[n] = '\0';
+        fclose(f);
+        *ret_len = (size_t) n;
+        return buf;
+}
+
+static void write_all_fd(int fd, const char *data, size_t len, const char *what) {
+        while (len > 0) {
+                ssize_t n = write(fd, data, len);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        die("cannot write %s: %s", what, strerror(errno));
+                data += n;
+                len -= (size_t) n;
+        }
+}
+
+/* ---------------------------------------------------------------------------
+ * HTTP: one request per connection, read to the end. */
+
+/* GETs path; the body (headers included) in buf, NUL-terminated. Returns the
+ * number of bytes read, or -1. */
+static ssize_t http_get(uint16_t port, const char *path, char *buf, size_t cap) {
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+        struct timeval tv = {.tv_sec = 2};
+        char req[256];
+        size_t got = 0;
+        int fd, n, one = 1;
+
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -1;
+        (void) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
+                close(fd);
+                return -1;
+        }
+        n = snprintf(req, sizeof req,
+                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+        if (send(fd, req, (size_t) n, MSG_NOSIGNAL) != n) {
+                close(fd);
+                return -1;
+        }
+        for (;;) {
+                ssize_t r;
+
+                if (got + 1 >= cap)
+                        break;
+                r = recv(fd, buf + got, cap - 1 - got, 0);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r <= 0)
+                        break;
+                got += (size_t) r;
+        }
+        close(fd);
+        buf[got] = '\0';
+        return (ssize_t) got;
+}
+
+/* ---------------------------------------------------------------------------
+ * The atomic writer, as kubernetes pkg/volume/util/atomic_writer.go does it. */
+
+typedef struct Payload {
+        const char *key[MAX_KEYS];
+        char *data[MAX_KEYS];
+        size_t len[MAX_KEYS];
+        size_t n;
+        int vary; /* index of the key that gets the BENCH_<i> line */
+} Payload;
+
+static void payload_add(Payload *p, const char *arg) {
+        const char *eq = strchr(arg, '=');
+        char *key;
+
+        if (!eq || eq == arg)
+                usage_error("--key wants KEY=FILE");
+        if (p->n >= MAX_KEYS)
+                usage_error("too many --key");
+        key = strndup(arg, (size_t) (eq - arg));
+        if (!key)
+                die("out of memory");
+        p->key[p->n] = key;
+        p->data[p->n] = read_file(eq + 1, &p->len[p->n]);
+        p->n++;
+}
+
+typedef struct Writer {
+        int dfd;
+        const char *dir;
+        char current[NAME_MAX + 1]; /* the version ..data points to */
+        unsigned seq;
+} Writer;
+
+static void writer_init(Writer *w, const char *dir) {
+        ssize_t n;
+
+        w->dir = dir;
+        w->dfd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (w->dfd < 0)
+                die("cannot open \"%s\": %s", dir, strerror(errno));
+        n = readlinkat(w->dfd, "..data", w->current, sizeof w->current - 1);
+        if (n < 0)
+                die("\"%s/..data\" is not a link: publish a first version with atomic-writer.sh",
+                    dir);
+        w->current[n] = '\0';
+}
+
+/* Steps 5 to 8: the new version directory with every key, and ..data_tmp. */
+static void writer_prepare(Writer *w, const Payload *p, unsigned i, char ret_name[NAME_MAX + 1]) {
+        char extra[64];
+        struct tm tm;
+        time_t t = time(NULL);
+        int vfd, n_extra;
+
+        (void) gmtime_r(&t, &tm);
+        /* "..2006_01_02_15_04_05." and digits: a name like kubelet's */
+        (void) snprintf(ret_name, NAME_MAX + 1, "..%04d_%02d_%02d_%02d_%02d_%02d.%09u",
+                        tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                        tm.tm_sec, ++w->seq);
+        if (mkdirat(w->dfd, ret_name, 0755) < 0)
+                die("mkdir \"%s/%s\": %s", w->dir, ret_name, strerror(errno));
+        vfd = openat(w->dfd, ret_name, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (vfd < 0)
+                die("open \"%s/%s\": %s", w->dir, ret_name, strerror(errno));
+        (void) fchmod(vfd, 0755);
+        n_extra = snprintf(extra, sizeof extra, "BENCH_%u=1\n", i);
+        for (size_t k = 0; k < p->n; k++) {
+                int fd = openat(vfd, p->key[k], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+                if (fd < 0)
+                        die("create \"%s\": %s", p->key[k], strerror(errno));
+                write_all_fd(fd, p->data[k], p->len[k], p->key[k]);
+                if ((int) k == p->vary)
+                        write_all_fd(fd, extra, (size_t) n_extra, p->key[k]);
+                (void) fchmod(fd, 0644);
+                close(fd);
+        }
+        close(vfd);
+        (void) unlinkat(w->dfd, "..data_tmp", 0);
+        if (symlinkat(ret_name, w->dfd, "..data_tmp") < 0)
+                die("symlink ..data_tmp: %s", strerror(errno));
+}
+
+/* Step 9: the atomic flip. */
+static void writer_flip(Writer *w) {
+        if (renameat(w->dfd, "..data_tmp", w->dfd, "..data") < 0)
+                die("rename ..data_tmp to ..data: %s", strerror(errno));
+}
+
+/* Steps 10 to 12: links for keys that have none, the old version removed. */
+static void writer_finish(Writer *w, const Payload *p, const char *name) {
+        char target[PATH_MAX];
+        int vfd;
+
+        for (size_t k = 0; k < p->n; k++) {
+                if (readlinkat(w->dfd, p->key[k], target, sizeof target) >= 0 || errno != ENOENT)
+                        continue;
+                (void) snprintf(target, sizeof target, "..data/%s", p->key[k]);
+                if (symlinkat(target, w->dfd, p->key[k]) < 0)
+                        die("symlink \"%s\": %s", p->key[k], strerror(errno));
+        }
+        vfd = openat(w->dfd, w->current, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (vfd >= 0) {
+                for (size_t k = 0; k < p->n; k++)
+                        (void) unlinkat(vfd, p->key[k], 0);
+                close(vfd);
+                if (unlinkat(w->dfd, w->current, AT_REMOVEDIR) < 0)
+                        die("cannot remove the old version \"%s\" (files other than the keys in "
+                            "it?): %s",
+                            w->current, strerror(errno));
+        }
+        (void) snprintf(w->current, sizeof w->current, "%s", name);
+}
+
+/* ---------------------------------------------------------------------------
+ * Observers */
+
+typedef struct Observed {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        unsigned gen;       /* the update being watched; 0: none */
+        uint64_t t_inotify; /* when the peer printed the flip, 0 until then */
+        uint64_t t_log;     /* when the agent logged BENCH_<gen> */
+        uint64_t t_metrics; /* when /metrics showed it */
+        unsigned requests;  /* GET /metrics made for this update */
+        uint64_t request_usec_total;
+        bool stop;
+        uint16_t port;     /* 0 until the agent said where it listens */
+        int inotify_ready; /* 1 when "Watches established." was seen */
+} Observed;
+
+static Observed obs = {
+        .lock = PTHREAD_MUTEX_INITIALIZER,
+        .cond = PTHREAD_COND_INITIALIZER,
+};
+
+/* A line reader over a blocking fd: calls fn with each line and the time it
+ * was read (taken once per read(2), before the lines in it are looked at). */
+typedef void (*LineFn)(const char *line, uint64_t t);
+
+typedef struct Reader {
+        int fd;
+        LineFn fn;
+        FILE *copy; /* every line also goes here, or NULL */
+} Reader;
+
+static void *reader_run(void *arg) {
+        Reader *r = arg;
+        char buf[65536];
+        size_t have = 0;
+
+        for (;;) {
+                ssize_t n = read(r->fd, buf + have, sizeof buf - 1 - have);
+                uint64_t t = now_usec();
+                char *start, *nl;
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                have += (size_t) n;
+                buf[have] = '\0';
+                start = buf;
+                while ((nl = strchr(start, '\n'))) {
+                        *nl = '\0';
+                        if (r->copy)
+                                fprintf(r->copy, "%s\n", start);
+                        r->fn(start, t);
+                        start = nl + 1;
+                }
+                have -= (size_t) (start - buf);
+                memmove(buf, start, have);
+                if (have == sizeof buf - 1)
+                        have = 0; /* an endless line: drop it */
+        }
+        if (r->copy)
+                fflush(r->copy);
+        return NULL;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+        size_t a = strlen(s), b = strlen(suffix);
+
+        return a >= b && memcmp(s + a - b, suffix, b) == 0;
+}
+
+static void on_inotify_line(const char *line, uint64_t t) {
+        pthread_mutex_lock(&obs.lock);
+        if (strstr(line, "Watches established"))
+                obs.inotify_ready = 1;
+        else if (obs.gen != 0 && obs.t_inotify == 0 &&
+                 ((strstr(line, " MOVED_FROM ") && ends_with(line, " ..data_tmp")) ||
+                  (strstr(line, " MOVED_TO ") && ends_with(line, " ..data"))))
+                obs.t_inotify = t;
+        pthread_cond_broadcast(&obs.cond);
+        pthread_mutex_unlock(&obs.lock);
+}
+
+/* "BENCH_<gen>" followed by something other than a digit. */
+static bool names_gen(const char *s, unsigned gen) {
+        char needle[32];
+        size_t len;
+
+        len = (size_t) snprintf(needle, sizeof needle, "BENCH_%u", gen);
+        for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
+                if (p[len] < '0' || p[len] > '9')
+                        return true;
+        return false;
+}
+
+static void on_log_line(const char *line, uint64_t t) {
+        const char *on;
+
+        pthread_mutex_lock(&obs.lock);
+        if (obs.port == 0 && strstr(line, "Serving ") && (on = strstr(line, " on 127.0.0.1:"))) {
+                obs.port = (uint16_t) strtoul(on + strlen(" on 127.0.0.1:"), NULL, 10);
+        } else if (obs.gen != 0 && obs.t_log == 0 && names_gen(line, obs.gen))
+                obs.t_log = t;
+        pthread_cond_broadcast(&obs.cond);
+        pthread_mutex_unlock(&obs.lock);
+}
+
+/* Asks /metrics from the moment an update is armed until it shows it. */
+static void *spinner_run(void *arg) {
+        char *body = malloc(MAX_BODY);
+        unsigned seen_gen = 0;
+
+        (void) arg;
+        if (!body)
+                die("out of memory");
+        for (;;) {
+                char needle[48];
+                unsigned gen;
+                uint16_t port;
+
+                pthread_mutex_lock(&obs.lock);
+                while (!obs.stop && (obs.gen == 0 || obs.gen == seen_gen))
+                        pthread_cond_wait(&obs.cond, &obs.lock);
+                if (obs.stop) {
+                        pthread_mutex_unlock(&obs.lock);
+                        break;
+                }
+                gen = obs.gen;
+                port = obs.port;
+                pthread_mutex_unlock(&obs.lock);
+
+                (void) snprintf(needle, sizeof needle, "key=\"BENCH_%u\"", gen);
+                for (;;) {
+                        uint64_t a = now_usec(), b;
+                        ssize_t n = http_get(port, "/metrics", body, MAX_BODY);
+                        bool found = n > 0 && strstr(body, needle);
+
+                        b = now_usec();
+                        pthread_mutex_lock(&obs.lock);
+                        obs.requests++;
+                        obs.request_usec_total += b - a;
+                        if (found)
+                                obs.t_metrics = b;
+                        bool give_up = obs.stop || obs.gen != gen;
+                        pthread_cond_broadcast(&obs.cond);
+                        pthread_mutex_unlock(&obs.lock);
+                        if (found || give_up)
+                                break;
+                }
+                seen_gen = gen;
+        }
+        free(body);
+        return NULL;
+}
+
+/* ---------------------------------------------------------------------------
+ * Processes */
+
+/* Runs argv (searched in PATH) with its stderr, and its stdout too when
+ * both, into a pipe whose read end is *ret_read_fd; stdout otherwise goes to
+ * /dev/null. */
+static pid_t spawn_piped(char *const argv[], bool both, int *ret_read_fd) {
+        posix_spawn_file_actions_t fa;
+        pid_t pid;
+        int p[2], r;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                die("pipe: %s", strerror(errno));
+        posix_spawn_file_actions_init(&fa);
+        if (both)
+                posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
+        else
+                posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, p[1], STDERR_FILENO);
+        r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        if (r != 0)
+                die("cannot run \"%s\": %s", argv[0], strerror(r));
+        close(p[1]);
+        *ret_read_fd = p[0];
+        return pid;
+}
+
+static void stop_process(pid_t pid) {
+        if (pid <= 0)
+                return;
+        (void) kill(pid, SIGTERM);
+        (void) waitpid(pid, NULL, 0);
+}
+
+/* ---------------------------------------------------------------------------
+ * Statistics */
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* The q-quantile by the nearest-rank method. */
+static uint64_t quantile(const uint64_t *sorted, size_t n, double q) {
+        size_t rank = (size_t) (q * (double) n + 0.999999);
+
+        if (rank < 1)
+                rank = 1;
+        if (rank > n)
+                rank = n;
+        return sorted[rank - 1];
+}
+
+static void print_stats(const char *name, uint64_t *v, size_t n) {
+        if (n == 0) {
+                printf("%s n=0\n", name);
+                return;
+        }
+        qsort(v, n, sizeof *v, cmp_u64);
+        printf("%s n=%zu p50_us=%" PRIu64 " p99_us=%" PRIu64 " max_us=%" PRIu64 "\n", name, n,
+               quantile(v, n, 0.50), quantile(v, n, 0.99), v[n - 1]);
+}
+
+/* ---------------------------------------------------------------------------
+ * Modes */
+
+typedef struct Args {
+        const char *mode, *dir, *inotifywait, *raw, *vary, *file;
+        unsigned long count, gap_ms, warmup, threads;
+        uint16_t port;
+        Payload payload;
+        char **agent_argv;
+} Args;
+
+static unsigned long parse_ulong(const char *opt, const char *s) {
+        char *end;
+        unsigned long v;
+
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (errno || *s == '\0' || *end != '\0')
+                usage_error(opt);
+        return v;
+}
+
+static void parse_args(int argc, char **argv, Args *a) {
+        *a = (Args){.gap_ms = 30, .warmup = 20, .threads = 4, .inotifywait = ""};
+        if (argc < 2)
+                usage_error("no mode");
+        a->mode = argv[1];
+        for (int i = 2; i < argc; i++) {
+                const char *o = argv[i];
+                const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+                if (strcmp(o, "--") == 0) {
+                        a->agent_argv = argv + i + 1;
+                        break;
+                }
+                if (!v)
+                        usage_error(o);
+                if (strcmp(o, "--dir") == 0)
+                        a->dir = v;
+                else if (strcmp(o, "--count") == 0)
+                        a->count = parse_ulong(o, v);
+                else if (strcmp(o, "--gap-ms") == 0)
+                        a->gap_ms = parse_ulong(o, v);
+                else if (strcmp(o, "--warmup") == 0)
+                        a->warmup = parse_ulong(o, v);
+                else if (strcmp(o, "--inotifywait") == 0)
+                        a->inotifywait = v;
+                else if (strcmp(o, "--raw") == 0)
+                        a->raw = v;
+                else if (strcmp(o, "--vary") == 0)
+                        a->vary = v;
+                else if (strcmp(o, "--key") == 0)
+                        payload_add(&a->payload, v);
+                else if (strcmp(o, "--file") == 0)
+                        a->file = v;
+                else if (strcmp(o, "--threads") == 0)
+                        a->threads = parse_ulong(o, v);
+                else if (strcmp(o, "--port") == 0)
+                        a->port = (uint16_t) parse_ulong(o, v);
+                else
+                        usage_error(o);
+                i++;
+        }
+        if (a->count == 0)
+                usage_error("--count N is required");
+        a->payload.vary = -1;
+        for (size_t k = 0; a->vary && k < a->payload.n; k++)
+                if (strcmp(a->payload.key[k], a->vary) == 0)
+                        a->payload.vary = (int) k;
+}
+
+/* Waits under obs.lock until pred() or the deadline; returns pred(). */
+static bool wait_locked(bool (*pred)(void), uint64_t timeout_usec) {
+        uint64_t deadline = now_usec() + timeout_usec;
+
+        while (!pred()) {
+                struct timespec ts;
+                uint64_t now = now_usec();
+
+                if (now >= deadline)
+                        return false;
+                (void) clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += 10 * 1000 * 1000; /* re-check every 10 ms */
+                if (ts.tv_nsec >= 1000000000) {
+                        ts.tv_sec++;
+                        ts.tv_nsec -= 1000000000;
+                }
+                (void) pthread_cond_timedwait(&obs.cond, &obs.lock, &ts);
+        }
+        return true;
+}
+
+static bool have_port(void) {
+        return obs.port != 0;
+}
+static bool have_inotify(void) {
+        return obs.inotify_ready != 0;
+}
+static bool with_peer;
+static bool all_seen(void) {
+        return obs.t_metrics != 0 && obs.t_log != 0 && (!with_peer || obs.t_inotify != 0);
+}
+
+static int run_latency(Args *a) {
+        Reader agent_reader = {.fn = on_log_line}, peer_reader = {.fn = on_inotify_line};
+        pthread_t agent_thread, peer_thread, spinner;
+        uint64_t *s_inotify, *s_metrics, *s_log, *s_cycle;
+        size_t n_inotify = 0, n_metrics = 0, n_log = 0, n_cycle = 0;
+        pid_t agent_pid, peer_pid = 0;
+        unsigned long total_requests = 0;
+        FILE *raw = NULL;
+        Writer w = {};
+        int rc = 0;
+
+        if (!a->dir || !a->agent_argv || !a->agent_argv[0] || a->payload.vary < 0)
+                usage_error("latency needs --dir, --vary KEY (one of the --key), -- AGENT ARG...");
+        writer_init(&w, a->dir);
+        with_peer = a->inotifywait[0] != '\0';
+        if (a->raw) {
+                raw = fopen(a->raw, "we");
+                if (!raw)
+                        die("cannot write \"%s\": %s", a->raw, strerror(errno));
+                fprintf(raw, "# update inotifywait_us metrics_us log_us requests\n");
+        }
+        s_inotify = calloc(a->count, sizeof *s_inotify);
+        s_metrics = calloc(a->count, sizeof *s_metrics);
+        s_log = calloc(a->count, sizeof *s_log);
+        s_cycle = calloc(a->count, sizeof *s_cycle);
+        if (!s_inotify || !s_metrics || !s_log || !s_cycle)
+                die("out of memory");
+
+        if (with_peer) {
+                /* the agent's mask (agent/watcher.c): no open, access, close_nowrite */
+                static char opt_m[] = "-m", opt_e[] = "-e",
+                            mask[] = "create,delete,moved_from,moved_to,modify,close_write,"
+                                     "attrib,delete_self,move_self";
+                char *peer_argv[] = {strdup(a->inotifywait), opt_m, opt_e, mask,
+                                     strdup(a->dir),         NULL};
+
+                if (!peer_argv[0] || !peer_argv[4])
+                        die("out of memory");
+
+                /* events on stdout, "Watches established." on stderr */
+                peer_pid = spawn_piped(peer_argv, true, &peer_reader.fd);
+                pthread_create(&peer_thread, NULL, reader_run, &peer_reader);
+        }
+        agent_pid = spawn_piped(a->agent_argv, false, &agent_reader.fd);
+        pthread_create(&agent_thread, NULL, reader_run, &agent_reader);
+
+        pthread_mutex_lock(&obs.lock);
+        if (!wait_locked(have_port, 10u * 1000u * 1000u)) {
+                pthread_mutex_unlock(&obs.lock);
+                stop_process(agent_pid);
+                stop_process(peer_pid);
+                die("the agent did not say where it listens within 10 s");
+        }
+        if (with_peer && !wait_locked(have_inotify, 10u * 1000u * 1000u)) {
+                pthread_mutex_unlock(&obs.lock);
+                stop_process(agent_pid);
+                stop_process(peer_pid);
+                die("%s did not establish its watch within 10 s", a->inotifywait);
+        }
+        pthread_mutex_unlock(&obs.lock);
+        {
+                /* the first evaluation is done when /readyz answers */
+                char buf[4096];
+                uint64_t deadline = now_usec() + 10u * 1000u * 1000u;
+
+                while (http_get(obs.port, "/readyz", buf, sizeof buf) <= 0 ||
+                       !strstr(buf, "\r\n\r\nready"))
+                        if (now_usec() > deadline)
+                                die("the agent never became ready: %s", buf);
+                        else
+                                sleep_usec(10000);
+        }
+        pthread_create(&spinner, NULL, spinner_run, NULL);
+
+        for (unsigned long i = 1; i <= a->warmup + a->count; i++) {
+                char name[NAME_MAX + 1];
+                uint64_t t0;
+                bool ok;
+
+                writer_prepare(&w, &a->payload, (unsigned) i, name);
+                pthread_mutex_lock(&obs.lock);
+                obs.gen = (unsigned) i;
+                obs.t_inotify = obs.t_log = obs.t_metrics = 0;
+                obs.requests = 0;
+                obs.request_usec_total = 0;
+                t0 = now_usec();
+                writer_flip(&w);
+                pthread_cond_broadcast(&obs.cond);
+                pthread_mutex_unlock(&obs.lock);
+                writer_finish(&w, &a->payload, name);
+
+                pthread_mutex_lock(&obs.lock);
+                ok = wait_locked(all_seen, SEEN_TIMEOUT_USEC);
+                if (!ok) {
+                        fprintf(stderr,
+                                "%s: update %lu not seen within 5 s (inotifywait %s, metrics %s, "
+                                "log %s)\n",
+                                prog, i, obs.t_inotify ? "yes" : "no", obs.t_metrics ? "yes" : "no",
+                                obs.t_log ? "yes" : "no");
+                        rc = 1;
+                }
+                if (i > a->warmup) {
+                        uint64_t di = obs.t_inotify ? obs.t_inotify - t0 : 0;
+                        uint64_t dm = obs.t_metrics ? obs.t_metrics - t0 : 0;
+                        uint64_t dl = obs.t_log ? obs.t_log - t0 : 0;
+
+                        if (obs.t_inotify)
+                                s_inotify[n_inotify++] = di;
+                        if (obs.t_metrics)
+                                s_metrics[n_metrics++] = dm;
+                        if (obs.t_log)
+                                s_log[n_log++] = dl;
+                        if (obs.requests > 0)
+                                s_cycle[n_cycle++] = obs.request_usec_total / obs.requests;
+                        total_requests += obs.requests;
+                        if (raw)
+                                fprintf(raw, "%lu %" PRIu64 " %" PRIu64 " %" PRIu64 " %u\n",
+                                        i - a->warmup, di, dm, dl, obs.requests);
+                }
+                /* the spinner moves on only when gen changes: park it */
+                pthread_mutex_unlock(&obs.lock);
+                if (!ok)
+                        break;
+                sleep_usec(a->gap_ms * 1000u);
+        }
+
+        pthread_mutex_lock(&obs.lock);
+        obs.stop = true;
+        pthread_cond_broadcast(&obs.cond);
+        pthread_mutex_unlock(&obs.lock);
+        pthread_join(spinner, NULL);
+        stop_process(agent_pid);
+        stop_process(peer_pid);
+        pthread_join(agent_thread, NULL);
+        if (with_peer)
+                pthread_join(peer_thread, NULL);
+        if (raw)
+                fclose(raw);
+
+        printf("updates n=%lu warmup=%lu gap_ms=%lu\n", a->count, a->warmup, a->gap_ms);
+        if (with_peer)
+                print_stats("inotifywait", s_inotify, n_inotify);
+        print_stats("metrics", s_metrics, n_metrics);
+        print_stats("log", s_log, n_log);
+        print_stats("request_cycle", s_cycle, n_cycle);
+        printf("requests_per_update mean=%.1f\n",
+               n_metrics ? (double) total_requests / (double) n_metrics : 0.0);
+        free(s_inotify);
+        free(s_metrics);
+        free(s_log);
+        free(s_cycle);
+        return rc;
+}
+
+static int run_updates(Args *a) {
+        char *body = malloc(MAX_BODY);
+        uint64_t start = now_usec();
+        unsigned long requests = 0;
+        Writer w = {};
+
+        if (!a->dir || !a->port || a->payload.vary < 0)
+                usage_error("updates needs --dir, --port, --vary KEY (one of the --key)");
+        if (!body)
+                die("out of memory");
+        writer_init(&w, a->dir);
+        for (unsigned long i = 1; i <= a->count; i++) {
+                char name[NAME_MAX + 1], needle[48];
+                uint64_t deadline;
+
+                writer_prepare(&w, &a->payload, (unsigned) i, name);
+                writer_flip(&w);
+                writer_finish(&w, &a->payload, name);
+                (void) snprintf(needle, sizeof needle, "key=\"BENCH_%lu\"", i);
+                deadline = now_usec() + SEEN_TIMEOUT_USEC;
+                for (;;) {
+                        ssize_t n = http_get(a->port, "/metrics", body, MAX_BODY);
+
+                        requests++;
+                        if (n > 0 && strstr(body, needle))
+                                break;
+                        if (now_usec() > deadline)
+                                die("update %lu not seen in /metrics within 5 s", i);
+                }
+        }
+        printf("updates n=%lu seconds=%.3f requests=%lu\n", a->count,
+               (double) (now_usec() - start) / 1e6, requests);
+        free(body);
+        return 0;
+}
+
+static int run_textfile(Args *a) {
+        char *body = malloc(MAX_BODY), tmp[PATH_MAX];
+        uint64_t start = now_usec();
+        size_t len;
+        char *base;
+
+        if (!a->file || !a->port)
+                usage_error("textfile needs --file and --port");
+        if (!body)
+                die("out of memory");
+        base = read_file(a->file, &len);
+        /* not *.prom: the textfile collector must not read it half-written */
+        (void) snprintf(tmp, sizeof tmp, "%s.tmp", a->file);
+        for (unsigned long i = 1; i <= a->count; i++) {
+                char extra[64];
+                int fd, n;
+
+                fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                if (fd < 0)
+                        die("cannot write \"%s\": %s", tmp, strerror(errno));
+                write_all_fd(fd, base, len, tmp);
+                n = snprintf(extra, sizeof extra, "# update %lu\n", i);
+                write_all_fd(fd, extra, (size_t) n, tmp);
+                close(fd);
+                if (rename(tmp, a->file) < 0)
+                        die("rename \"%s\": %s", tmp, strerror(errno));
+                if (http_get(a->port, "/metrics", body, MAX_BODY) <= 0 || !strstr(body, " 200 OK"))
+                        die("scrape %lu of 127.0.0.1:%u failed", i, (unsigned) a->port);
+        }
+        printf("updates n=%lu seconds=%.3f\n", a->count, (double) (now_usec() - start) / 1e6);
+        free(base);
+        free(body);
+        return 0;
+}
+
+typedef struct ScrapeJob {
+        uint16_t port;
+        unsigned long count, failed;
+} ScrapeJob;
+
+static void *scrape_run(void *arg) {
+        ScrapeJob *j = arg;
+        char *body = malloc(MAX_BODY);
+
+        if (!body)
+                die("out of memory");
+        for (unsigned long i = 0; i < j->count; i++)
+                if (http_get(j->port, "/metrics", body, MAX_BODY) <= 0 ||
+                    strncmp(body, "HTTP/1.1 200 ", 13) != 0)
+                        j->failed++;
+        free(body);
+        return NULL;
+}
+
+static int run_scrape(Args *a) {
+        pthread_t t[64];
+        ScrapeJob jobs[64];
+        uint64_t start = now_usec();
+        unsigned long failed = 0;
+
+        if (!a->port || a->threads == 0 || a->threads > 64)
+                usage_error("scrape needs --port and --threads 1 to 64");
+        for (unsigned long i = 0; i < a->threads; i++) {
+                jobs[i] = (ScrapeJob){.port = a->port,
+                                      .count = a->count / a->threads +
+                                               (i < a->count % a->threads ? 1 : 0)};
+                pthread_create(&t[i], NULL, scrape_run, &jobs[i]);
+        }
+        for (unsigned long i = 0; i < a->threads; i++) {
+                pthread_join(t[i], NULL);
+                failed += jobs[i].failed;
+        }
+        printf("scrapes n=%lu failed=%lu seconds=%.3f\n", a->count, failed,
+               (double) (now_usec() - start) / 1e6);
+        return failed > 0;
+}
+
+int main(int argc, char **argv) {
+        Args a;
+
+        (void) signal(SIGPIPE, SIG_IGN);
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        parse_args(argc, argv, &a);
+        if (strcmp(a.mode, "latency") == 0)
+                return run_latency(&a);
+        if (strcmp(a.mode, "updates") == 0)
+                return run_updates(&a);
+        if (strcmp(a.mode, "textfile") == 0)
+                return run_textfile(&a);
+        if (strcmp(a.mode, "scrape") == 0)
+                return run_scrape(&a);
+        usage_error("unknown mode");
+}

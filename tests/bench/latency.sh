@@ -1,0 +1,66 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Detection latency: from kubelet's ..data rename to the new state in
+# /metrics, over BENCH_UPDATES updates (default 1,000; 200 with BENCH_QUICK=1),
+# side by side with inotifywait -m on the same directory in the same run.
+# Every update is made as kubelet's atomic writer makes it, in C
+# (tests/bench/flip-bench), and timed from just before rename(2):
+#   inotifywait  its printed line for the flip: close to the floor for any
+#                user-space watcher (one inotify read, one write to a pipe)
+#   metrics      the first GET /metrics showing the new state (a client that
+#                asks again and again from the flip on, one connection per
+#                request: the agent closes each)
+#   log          the agent's log line for the change (written just before the
+#                new state is published: where the agent's own time ends)
+# Usage: latency.sh (through run.sh or make bench)
+#
+# Where the condition PATCH arriving at a fake API server will go: a fourth
+# observer in flip-bench (a thread reading tests/tools/fake-apiserver's request
+# log), started with the agent's --kube on --kube-api URL options; the line
+# "apiserver n=.. p50_us=.." is then printed and judged like "metrics".
+. "$(dirname "$0")/lib.sh"
+need inotifywait inotify-tools
+: "${FLIP_BENCH:?flip-bench is not built: make bench builds it}"
+
+n=${BENCH_UPDATES:-$(count 1000 200)}
+make_payload "$WORK/src"
+make_volume "$WORK" "$WORK/src"
+
+say "$n updates, kubelet's atomic writer in C, inotifywait -m on the same directory"
+"$FLIP_BENCH" latency --dir "$WORK/cm" --count "$n" --gap-ms 30 \
+        --key enroot.conf="$WORK/src/enroot.conf" \
+        --key 99-aicr-defaults.env="$WORK/src/99-aicr-defaults.env" \
+        --vary 99-aicr-defaults.env --inotifywait inotifywait --raw "$BENCH_OUT/latency-raw.txt" \
+        -- "$AGENT" --desired-dir "$WORK/cm" --running-root "$WORK/root" \
+        --listen 127.0.0.1:0 --resync-interval 3600 >"$WORK/out"
+cat "$WORK/out"
+
+line() { grep "^$1 " "$WORK/out"; }
+for m in inotifywait metrics log; do
+        l=$(line "$m")
+        for q in p50 p99 max; do
+                us=$(kv "${q}_us" "$l")
+                result "latency $m $q" "$(awk -v u="$us" 'BEGIN { printf "%.3f", u / 1000 }')" ms
+        done
+done
+m99=$(kv p99_us "$(line metrics)")
+i99=$(kv p99_us "$(line inotifywait)")
+m50=$(kv p50_us "$(line metrics)")
+i50=$(kv p50_us "$(line inotifywait)")
+result "latency metrics/inotifywait p50" "$(ratio "$m50" "$i50")" x
+result "latency metrics/inotifywait p99" "$(ratio "$m99" "$i99")" x
+cyc=$(kv p50_us "$(line request_cycle)")
+result "latency client request cycle p50" "$(awk -v u="$cyc" 'BEGIN { printf "%.3f", u / 1000 }')" ms \
+        "one GET /metrics; bounds how finely the metrics figure is resolved"
+
+if le "$m99" 2000; then
+        target "/metrics p99 <= 2 ms" MET "$m99 us"
+else
+        target "/metrics p99 <= 2 ms" MISSED "$m99 us"
+fi
+if le "$m99" "$(awk -v i="$i99" 'BEGIN { print 1.5 * i }')"; then
+        target "/metrics p99 <= 1.5x inotifywait p99" MET "$(ratio "$m99" "$i99")x"
+else
+        target "/metrics p99 <= 1.5x inotifywait p99" MISSED "$(ratio "$m99" "$i99")x"
+fi

@@ -1,0 +1,167 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
+# Shared by the benchmark scripts under tests/bench/: sourced, never run.
+# run.sh exports AGENT (the binary), FLIP_BENCH (tests/bench/flip-bench),
+# TOP_SRCDIR, BENCH_QUICK (1: short counts for development) and BENCH_OUT
+# (a directory for raw figures and the summary).
+set -euo pipefail
+export LC_ALL=C
+
+: "${AGENT:?run through tests/bench/run.sh or make bench}"
+: "${TOP_SRCDIR:?run through tests/bench/run.sh or make bench}"
+BENCH_QUICK=${BENCH_QUICK:-0}
+BENCH_NAME=$(basename "$0" .sh)
+BENCH_OUT=${BENCH_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/bench.XXXXXX")}
+mkdir -p "$BENCH_OUT"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench-${BENCH_NAME}.XXXXXX")
+SUMMARY=$BENCH_OUT/summary.txt
+WRITER=$TOP_SRCDIR/tests/tools/atomic-writer.sh
+
+# Every process a benchmark starts is recorded here and ended on exit.
+BENCH_PIDS=()
+bench_cleanup() {
+        local p
+        for p in "${BENCH_PIDS[@]}"; do
+                kill "$p" 2>/dev/null || true
+        done
+        for p in "${BENCH_PIDS[@]}"; do
+                wait "$p" 2>/dev/null || true
+        done
+        rm -rf "$WORK"
+}
+trap bench_cleanup EXIT
+
+# count FULL QUICK: FULL, or QUICK with BENCH_QUICK=1
+count() { if [ "$BENCH_QUICK" = 1 ]; then echo "$2"; else echo "$1"; fi; }
+
+say() { printf '%s: %s\n' "$BENCH_NAME" "$*"; }
+
+# need TOOL PACKAGE: exits 77 (this benchmark is skipped) when TOOL is missing
+need() {
+        command -v "$1" >/dev/null && return 0
+        say "SKIP: $1 is not installed (Debian package $2; scripts/setup-deps.sh installs it)" >&2
+        exit 77
+}
+
+# result NAME VALUE UNIT [NOTE]: one figure, printed and kept for the summary
+result() {
+        printf '%-44s %14s %-8s %s\n' "$1" "$2" "$3" "${4:-}"
+        printf '%s\t%s\t%s\t%s\t%s\n' "$BENCH_NAME" "$1" "$2" "$3" "${4:-}" >>"$SUMMARY.tsv"
+}
+
+# target NAME MET|MISSED DETAIL: the verdict on one of the benchmark targets
+target() {
+        printf '  target %-40s %-6s %s\n' "$1" "$2" "$3"
+        printf '%s\t%s\t%s\t%s\n' "$BENCH_NAME" "$1" "$2" "$3" >>"$SUMMARY.targets"
+}
+
+# ratio A B: A/B with two decimals ("n/a" when B is 0)
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "n/a"; else printf "%.2f", a / b }'; }
+
+# le A B: A <= B (numbers, possibly fractional)
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+
+# kv KEY LINE: the value of KEY=VALUE in LINE
+kv() { sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" <<<" $2"; }
+
+# smaps PID FIELD: a field of /proc/PID/smaps_rollup, in KiB
+smaps() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/smaps_rollup"; }
+
+# cpu_ns PID: CPU time of every thread of PID, in ns (schedstat: run time)
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d\n", s }'; }
+
+# switches PID: context switches of every thread (voluntary + involuntary):
+# each one is a wake-up or a preemption
+switches() {
+        cat /proc/"$1"/task/*/status 2>/dev/null |
+                awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ { s += $2 } END { print s + 0 }'
+}
+
+# threads PID
+threads() { awk '/^Threads:/ { print $2 }' "/proc/$1/status"; }
+
+# make_volume DIR SRC: DIR/cm projected from SRC/{enroot.conf,99-aicr-defaults.env}
+# by the atomic writer, DIR/root/etc/enroot holding the same files (current).
+make_volume() {
+        local dir=$1 src=$2
+        mkdir -p "$dir/cm" "$dir/root/etc/enroot/environ.d"
+        cp "$src/enroot.conf" "$dir/root/etc/enroot/enroot.conf"
+        cp "$src/99-aicr-defaults.env" "$dir/root/etc/enroot/environ.d/99-aicr-defaults.env"
+        bash "$WRITER" "$dir/cm" enroot.conf="$src/enroot.conf" \
+                99-aicr-defaults.env="$src/99-aicr-defaults.env" >/dev/null
+}
+
+# The payload the benchmarks publish: the shipped defaults (DESIGN §1).
+make_payload() {
+        mkdir -p "$1"
+        printf 'ENROOT_MOUNT_HOME=yes\nENROOT_REMAP_ROOT=yes\n' >"$1/enroot.conf"
+        printf 'NCCL_DEBUG=WARN\n' >"$1/99-aicr-defaults.env"
+}
+
+AGENT_PID=
+PORT=
+# start_agent LOG ARGS...: the daemon on a kernel-chosen loopback port; sets
+# AGENT_PID and PORT, waits until it is ready.
+start_agent() {
+        local log=$1
+        shift
+        "$AGENT" --listen 127.0.0.1:0 "$@" >"$log" 2>&1 &
+        AGENT_PID=$!
+        BENCH_PIDS+=("$AGENT_PID")
+        PORT=
+        for _ in $(seq 1 200); do
+                PORT=$(sed -n 's/.*Serving .* on 127\.0\.0\.1:\([0-9]*\)\..*/\1/p' "$log")
+                [ -n "$PORT" ] && break
+                kill -0 "$AGENT_PID" 2>/dev/null || break
+                sleep 0.05
+        done
+        [ -n "$PORT" ] || { cat "$log" >&2; say "the agent did not start" >&2; exit 1; }
+        for _ in $(seq 1 200); do
+                "$AGENT" --check --listen "127.0.0.1:$PORT" >/dev/null 2>&1 && return 0
+                sleep 0.05
+        done
+        cat "$log" >&2
+        say "the agent never became ready" >&2
+        exit 1
+}
+
+NE_PID=
+NE_PORT=
+# start_node_exporter TEXTFILE_DIR: prometheus-node-exporter with the
+# textfile collector only, on a free loopback port; sets NE_PID and NE_PORT.
+start_node_exporter() {
+        local dir=$1
+        NE_PORT=$(free_port)
+        prometheus-node-exporter --web.listen-address="127.0.0.1:$NE_PORT" \
+                --collector.disable-defaults --collector.textfile \
+                --collector.textfile.directory="$dir" --web.disable-exporter-metrics \
+                >"$WORK/node-exporter.log" 2>&1 &
+        NE_PID=$!
+        BENCH_PIDS+=("$NE_PID")
+        for _ in $(seq 1 200); do
+                curl -sf "http://127.0.0.1:$NE_PORT/metrics" >/dev/null 2>&1 && return 0
+                kill -0 "$NE_PID" 2>/dev/null || break
+                sleep 0.05
+        done
+        cat "$WORK/node-exporter.log" >&2
+        say "prometheus-node-exporter did not start" >&2
+        exit 1
+}
+
+# free_port: a loopback port nothing listens on (asked of the kernel)
+free_port() {
+        local p
+        for _ in $(seq 1 50); do
+                p=$((20000 + RANDOM % 30000))
+                if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+                        echo "$p"
+                        return 0
+                fi
+        done
+        return 1
+}
+
+stop_pid() {
+        kill "$1" 2>/dev/null || true
+        wait "$1" 2>/dev/null || true
+}
