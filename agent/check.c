@@ -10,19 +10,13 @@
 
 #include "check.h"
 #include "httpd.h"
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
+#include "timeutil.h"
 
 /* Waits for events on fd until the deadline. Returns 1 ready, 0 timed out, -errno. */
 static int wait_fd(int fd, short events, uint64_t deadline_usec) {
         for (;;) {
                 struct pollfd p = {.fd = fd, .events = events};
-                uint64_t now = now_usec(), ms;
+                uint64_t now = now_usec(CLOCK_MONOTONIC), ms;
                 int r;
 
                 if (now >= deadline_usec)
@@ -230,7 +224,7 @@ static int ask(HttpdListen *l, bool require_current, uint64_t timeout_usec, bool
         a.len = 0;
         a.buf[0] = '\0';
         /* saturating: a huge timeout means "no deadline", not one in the past */
-        deadline = now_usec();
+        deadline = now_usec(CLOCK_MONOTONIC);
         deadline = timeout_usec > UINT64_MAX - deadline ? UINT64_MAX : deadline + timeout_usec;
         r = exchange(l, request, deadline, &a, &what);
         if (r == -ETIMEDOUT)

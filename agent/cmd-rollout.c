@@ -23,6 +23,7 @@
 #include "report.h"
 #include "rollout.h"
 #include "slurm.h"
+#include "timeutil.h"
 
 #define ROLLOUT_DEFAULT_WORKERS   "app.kubernetes.io/instance=slinky-slurm-worker-slinky"
 #define ROLLOUT_DEFAULT_LOGINS    "app.kubernetes.io/instance=slinky-slurm-login-slinky"
@@ -66,6 +67,7 @@ typedef struct Rollout {
         KubeClient *kube;
         SlurmClient *slurm;
         char *namespace;
+        char *api_url; /* for messages */
         char id[ROLLOUT_ID_BYTES];
         bool id_found; /* a rollout in progress was found in the cluster */
         bool applying; /* apply runs: the id is this run's, found or new */
@@ -109,12 +111,6 @@ static void step(Rollout *r, const char *what, const char *target, const char *r
                 (void) json_array_append_new(r->steps, s);
 }
 
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-        (void) clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
-
 static void sleep_usec(uint64_t usec) {
         struct timespec ts = {.tv_sec = (time_t) (usec / 1000000u),
                               .tv_nsec = (long) (usec % 1000000u) * 1000};
@@ -144,9 +140,8 @@ static int kube_request(Rollout *r, KubeVerb verb, const char *method, const cha
         if (k < 0)
                 return log_error_errno(k, "%s %s: cannot send the request: %m", method, path);
         if (ret->status == 0) {
-                log_error("%s %s%s: no answer: %s.", method,
-                          r->args->kube_api ? r->args->kube_api : "", path,
-                          strnull(ret->error_detail));
+                log_error("%s %s%s: no answer: %s. Is the API server reachable from here?", method,
+                          r->api_url, path, strnull(ret->error_detail));
                 kube_result_done(ret);
                 return -EIO;
         }
@@ -154,13 +149,19 @@ static int kube_request(Rollout *r, KubeVerb verb, const char *method, const cha
 }
 
 /* Logs a failed answer: the request, the code and the server's message. */
-static int answer_error(const char *method, const char *path, const KubeResult *res) {
+static int answer_error(const Rollout *r, const char *method, const char *path,
+                        const KubeResult *res) {
         KubeStatus st;
 
         kube_status_parse(res->body, res->body_len, &st);
-        return log_error_errno(-EIO, "%s %s: %ld %s: %s", method, path, res->status,
-                               st.reason[0] ? st.reason : "error",
-                               st.message[0] ? st.message : "no message");
+        return log_error_errno(-EIO, "%s %s%s: %ld %s: %s%s%s", method, r->api_url, path,
+                               res->status, st.reason[0] ? st.reason : "error",
+                               st.message[0] ? st.message : "no message",
+                               res->status == 401 || res->status == 403
+                                       ? ". The rollout needs list, get and delete on pods in "
+                                         "namespace "
+                                       : "",
+                               res->status == 401 || res->status == 403 ? r->namespace : "");
 }
 
 static int list_pods(Rollout *r, RolloutRole role) {
@@ -178,7 +179,7 @@ static int list_pods(Rollout *r, RolloutRole role) {
         if (k < 0)
                 return k;
         if (res.status != 200)
-                return answer_error("GET", path, &res);
+                return answer_error(r, "GET", path, &res);
         list = json_loadb(res.body, res.body_len, 0, NULL);
         if (!list)
                 return log_error_errno(-EBADMSG, "GET %s: the answer is not JSON.", path);
@@ -209,7 +210,7 @@ static int get_pod(Rollout *r, const char *name, RolloutRole role, RolloutPod *r
         if (res.status == 404)
                 return 0;
         if (res.status != 200)
-                return answer_error("GET", path, &res);
+                return answer_error(r, "GET", path, &res);
         pod = json_loadb(res.body, res.body_len, 0, NULL);
         k = pod ? rollout_pod_from_json(pod, role, r->args->condition_type,
                                         r->args->node_from_hostname, ret, NULL)
@@ -238,7 +239,7 @@ static int delete_pod(Rollout *r, const RolloutPod *p) {
         if (res.status == 404)
                 return 0; /* gone already: its replacement is what we wait for */
         if (res.status != 200 && res.status != 202)
-                return answer_error("DELETE", path, &res);
+                return answer_error(r, "DELETE", path, &res);
         return 0;
 }
 
@@ -991,6 +992,9 @@ static int connect_kube(Rollout *r) {
         }
         if (!url)
                 return log_oom();
+        r->api_url = strdup(url);
+        if (!r->api_url)
+                return log_oom();
         plain = startswith(url, "http://");
         if (!plain && (asprintf(&ca, "%s/ca.crt", a->sa_dir) < 0 ||
                        asprintf(&token, "%s/token", a->sa_dir) < 0))
@@ -1034,6 +1038,7 @@ static void rollout_done(Rollout *r) {
         json_decref(r->report);
         json_decref(r->steps);
         free(r->namespace);
+        free(r->api_url);
 }
 
 static int finish(Rollout *r, int status, const char *result) {

@@ -7,6 +7,7 @@
 
 #include "fileio.h"
 #include "kube.h"
+#include "timeutil.h"
 #include "strbuf.h"
 
 struct KubeCall {
@@ -39,12 +40,6 @@ struct KubeClient {
         uint64_t token_read_usec;
         KubeStats stats;
 };
-
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-        (void) clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
 
 /* ---------------------------------------------------------------------------
  * The token */

@@ -5,6 +5,7 @@
 
 #include "kubeproto.h"
 #include "macro.h"
+#include "utf8.h"
 
 static const char *const verb_names[_KUBE_VERB_MAX] = {
         [KUBE_VERB_GET] = "get",       [KUBE_VERB_WATCH] = "watch", [KUBE_VERB_PATCH] = "patch",
@@ -151,32 +152,6 @@ int kube_watch_event_parse(const char *line, size_t len, KubeWatchEvent *ret,
         return 0;
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 when invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n) {
-        size_t need;
-
-        if (s[0] < 0x80)
-                return 1;
-        if (s[0] >= 0xc2 && s[0] <= 0xdf)
-                need = 2;
-        else if (s[0] >= 0xe0 && s[0] <= 0xef)
-                need = 3;
-        else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-                need = 4;
-        else
-                return 0;
-        if (need > n)
-                return 0;
-        for (size_t i = 1; i < need; i++)
-                if ((s[i] & 0xc0) != 0x80)
-                        return 0;
-        /* overlong 3- and 4-byte forms, surrogates, past U+10FFFF */
-        if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) ||
-            (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
-                return 0;
-        return need;
-}
-
 void kube_quote(const char *s, size_t len, char *buf, size_t size) {
         const unsigned char *p = (const unsigned char *) s;
         size_t o = 0, i = 0, cut = 0; /* cut: a character boundary with room for "..." */
@@ -184,7 +159,7 @@ void kube_quote(const char *s, size_t len, char *buf, size_t size) {
         if (size == 0)
                 return;
         while (i < len) {
-                size_t n = utf8_len(p + i, len - i);
+                size_t n = utf8_char_len(p + i, len - i);
                 bool replace = n == 0 || (n == 1 && (p[i] < ' ' || p[i] == 0x7f));
                 size_t out = replace ? 1 : n;
 

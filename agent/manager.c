@@ -6,6 +6,7 @@
 #include <systemd/sd-event.h>
 #include <time.h>
 
+#include "condition.h"
 #include "document.h"
 #include "evaluate.h"
 #include "httpd.h"
@@ -15,6 +16,7 @@
 #include "metrics.h"
 #include "podsync.h"
 #include "running.h"
+#include "timeutil.h"
 #include "volume.h"
 #include "watcher.h"
 
@@ -38,20 +40,6 @@ struct Manager {
         Report *report;
         uint64_t evaluations[_TRIGGER_MAX];
 };
-
-static uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-        (void) clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
-
-static void format_time(uint64_t usec, char buf[static 32]) {
-        time_t t = (time_t) (usec / 1000000u);
-        struct tm tm;
-
-        if (!gmtime_r(&t, &tm) || strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-                (void) snprintf(buf, 32, "@%llu", (unsigned long long) (usec / 1000000u));
-}
 
 /* ---------------------------------------------------------------------------
  * Evaluation */
@@ -82,7 +70,7 @@ static void log_changes(const Report *old, const Report *new) {
                         (void) log_oom();
                         continue;
                 }
-                format_time(f->state_since_usec, since);
+                condition_format_time(f->state_since_usec, since);
                 if (f->state == FILE_DRIFTED || f->state == FILE_INVALID ||
                     f->state == FILE_UNREADABLE)
                         log_warning("%s, since %s.", strbuf_str(&line), since);
@@ -188,7 +176,7 @@ static int manager_evaluate(Manager *m, EvalTrigger trigger) {
                 .n_paths = o->n_files,
                 .max_bytes = DOCUMENT_MAX_BYTES,
         };
-        uint64_t now = now_realtime_usec();
+        uint64_t now = now_usec(CLOCK_REALTIME);
         int dir_error = 0, r;
 
         m->evaluations[trigger]++;

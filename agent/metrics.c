@@ -8,6 +8,7 @@
 
 #include "fileio.h"
 #include "metrics.h"
+#include "utf8.h"
 
 /* /proc/self/stat is one line; comm is at most 16 bytes (TASK_COMM_LEN). */
 #define PROC_SELF_STAT_MAX_BYTES 4096u
@@ -36,39 +37,6 @@ EvalTrigger eval_trigger_from_string(const char *s) {
 
 /* ---------------------------------------------------------------------------
  * Safe strings: valid UTF-8, bounded, distinct inputs stay distinct. */
-
-/* Length of the valid UTF-8 character at s (RFC 3629: no overlongs, no
- * surrogates, nothing above U+10FFFF), or 0 when the bytes are not one. */
-static size_t utf8_char_len(const unsigned char *s, size_t left) {
-        size_t len;
-        uint32_t cp;
-
-        if (s[0] < 0x80)
-                return 1;
-        if (s[0] >= 0xC2 && s[0] <= 0xDF) {
-                len = 2;
-                cp = s[0] & 0x1Fu;
-        } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
-                len = 3;
-                cp = s[0] & 0x0Fu;
-        } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
-                len = 4;
-                cp = s[0] & 0x07u;
-        } else
-                return 0;
-        if (left < len)
-                return 0;
-        for (size_t i = 1; i < len; i++) {
-                if ((s[i] & 0xC0u) != 0x80u)
-                        return 0;
-                cp = (cp << 6) | (s[i] & 0x3Fu);
-        }
-        if (len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF)))
-                return 0;
-        if (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))
-                return 0;
-        return len;
-}
 
 /* FNV-1a, 64 bits: only to tell altered strings apart, not for security. */
 static uint64_t fnv1a64(const char *s) {

@@ -7,6 +7,7 @@
 #include "condition.h"
 #include "log.h"
 #include "podsync.h"
+#include "timeutil.h"
 
 /* Which request a failure came from: each has its own retry state. */
 typedef enum Channel {
@@ -54,12 +55,6 @@ struct PodSync {
         KubeCall *get_call, *watch_call, *patch_call, *event_call;
         Retry retry[_CHANNEL_MAX];
 };
-
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-        (void) clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
 
 static uint64_t random_u64(void) {
         uint64_t v;

@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "slurm.h"
+#include "timeutil.h"
 #include "strbuf.h"
 
 extern char **environ;
@@ -1139,13 +1140,6 @@ static char *command_line(const char *const *argv) {
         return strbuf_steal(&b);
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
-
 /* The executable for name: itself when it holds a '/', else the first match in PATH. */
 static int find_executable(const char *name, char **ret) {
         const char *path = getenv("PATH");
@@ -1350,7 +1344,7 @@ static int run(SlurmClient *c, const char *const *argv, RunResult *ret,
         out_w = close_fd(out_w);
         err_w = close_fd(err_w);
         st_w = close_fd(st_w);
-        deadline = now_usec() + c->timeout_usec;
+        deadline = now_usec(CLOCK_MONOTONIC) + c->timeout_usec;
 
         for (int open_fds = 3; open_fds > 0;) {
                 struct pollfd pfd[3] = {
@@ -1358,7 +1352,7 @@ static int run(SlurmClient *c, const char *const *argv, RunResult *ret,
                         {.fd = err_r, .events = POLLIN},
                         {.fd = st_r, .events = POLLIN},
                 };
-                uint64_t now = now_usec();
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
                 int k, ms;
 
                 if (now >= deadline) {
@@ -1427,7 +1421,7 @@ static int run(SlurmClient *c, const char *const *argv, RunResult *ret,
                         break;
                 }
                 if (w == 0) {
-                        if (now_usec() >= deadline)
+                        if (now_usec(CLOCK_MONOTONIC) >= deadline)
                                 timed_out = true;
                         else
                                 (void) nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
