@@ -384,10 +384,22 @@ cmd_stop() {
         local pids
         DIR=$(absdir "$1" 2>/dev/null) || return 0
         [ -d "$DIR/munge" ] || return 0
-        stop_slurm_daemons || return 1
+        # A daemon may fork (a slurmstepd, a task) between the scan and the
+        # kill: scan again until nothing of the cluster is left, a few rounds.
+        local round
+        for round in 1 2 3 4 5; do
+                stop_slurm_daemons || return 1
+                mapfile -t pids < <(pids_holding "$DIR/log/*")
+                ((${#pids[@]} == 0)) && break
+        done
         mapfile -t pids < <(pids_holding "$DIR/munge/*")
         terminate munged 0 "${pids[@]}" || return 1
-        mapfile -t pids < <(pids_holding "$DIR/*")
+        for round in 1 2 3 4 5; do
+                mapfile -t pids < <(pids_holding "$DIR/*")
+                ((${#pids[@]} == 0)) && break
+                # shellcheck disable=SC2046 # one pid a word
+                terminate "leftovers" 0 $(with_descendants "${pids[@]}") || return 1
+        done
         ((${#pids[@]} == 0)) || die "processes still hold files in '$DIR': ${pids[*]}"
 }
 
