@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "check.h"
-#include "httpd.h"
+#include "httpd-listen.h"
 #include "timeutil.h"
 
 /* Waits for events on fd until the deadline. Returns 1 ready, 0 timed out, -errno. */

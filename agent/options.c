@@ -3,7 +3,7 @@
 #include <stdarg.h>
 #include <syslog.h>
 
-#include "condition.h"
+#include "condition-type.h"
 #include "options.h"
 
 const char options_help[] =

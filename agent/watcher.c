@@ -59,7 +59,10 @@ struct Watcher {
         sd_event_source *poll_source;   /* poll mode */
 
         bool pending; /* a burst is being coalesced: the handler will run */
+        bool flipped; /* ..data was renamed in this burst: the handler runs at once */
         uint64_t burst_start_usec;
+        uint64_t flip_usec;
+        uint64_t last_flip_call_usec; /* CLOCK_MONOTONIC, of the last call for a flip */
         WatchReason pending_reason;
 
         DirSignature sig; /* taken just before the handler last ran */
@@ -306,7 +309,10 @@ static int on_settle(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *
         Watcher *w = userdata;
         WatchReason reason = w->pending_reason;
 
+        if (w->flipped && sd_event_now(w->event, CLOCK_MONOTONIC, &w->last_flip_call_usec) < 0)
+                w->last_flip_call_usec = 0;
         w->pending = false;
+        w->flipped = false;
         /* What the handler is about to read: watcher_verify() compares with it. */
         signature_read(w->path, &w->sig);
         log_debug("Directory \"%s\" changed (%s): looking again.", w->path,
@@ -337,12 +343,26 @@ static int schedule_handler(Watcher *w, WatchReason reason, bool immediately) {
         if (deadline > w->burst_start_usec + WATCHER_SETTLE_MAX_USEC)
                 deadline = w->burst_start_usec + WATCHER_SETTLE_MAX_USEC;
         /* kubelet's rename of ..data is the update itself: whatever follows
-         * (links, removing the old version) changes nothing a read sees. */
-        if (immediately)
-                deadline = now;
+         * in the same burst (links, removing the old version) changes nothing
+         * a read sees, so it must not postpone the call. Those later events
+         * still count: one arriving after the call starts a new burst, whose
+         * call takes the directory's new signature for watcher_verify().
+         * A flip closer than WATCHER_SETTLE_USEC to the last one that was
+         * looked at at once (a storm of updates, never kubelet's pace)
+         * settles like any other event, so a storm still costs one call per
+         * WATCHER_SETTLE_MAX_USEC. */
+        if (immediately && !w->flipped && now >= w->last_flip_call_usec + WATCHER_SETTLE_USEC) {
+                w->flipped = true;
+                w->flip_usec = now;
+        }
+        if (w->flipped)
+                deadline = w->flip_usec;
 
         if (!w->settle_source) {
-                r = sd_event_add_time(w->event, &w->settle_source, CLOCK_MONOTONIC, deadline, 1000,
+                /* Accuracy 1 µs: sd-event would otherwise defer the call by up
+                 * to its accuracy to batch wake-ups, and this timer fires once
+                 * per burst only. */
+                r = sd_event_add_time(w->event, &w->settle_source, CLOCK_MONOTONIC, deadline, 1,
                                       on_settle, w);
                 if (r < 0)
                         return r;
@@ -598,6 +618,13 @@ static int on_inotify(_unused_ sd_event_source *s, _unused_ int fd, _unused_ uin
         r = drain_inotify(w);
         if (r < 0)
                 log_error_errno(r, "Cannot schedule a look at \"%s\": %m.", w->path);
+        /* kubelet's flip: look now, not one turn of the loop later. (Only
+         * here: watcher_verify() drains too, and its caller is not ready for
+         * the handler to run inside it.) */
+        if (w->pending && w->flipped && w->settle_source) {
+                (void) sd_event_source_set_enabled(w->settle_source, SD_EVENT_OFF);
+                (void) on_settle(w->settle_source, 0, w);
+        }
         return 0;
 }
 

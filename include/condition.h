@@ -11,13 +11,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "condition-type.h"
 #include "state.h"
 
-#define CONDITION_DEFAULT_TYPE      "EnrootConfigCurrent"
 /* A condition message is one bounded sentence; keys past the bound are counted. */
 #define CONDITION_MAX_MESSAGE_BYTES 1024u
-/* A qualified name: [DNS-subdomain prefix "/"] name of at most 63 characters. */
-#define CONDITION_MAX_TYPE_BYTES    (253u + 1u + 63u)
 
 typedef enum ConditionStatus {
         CONDITION_TRUE,
@@ -62,9 +60,6 @@ json_t *condition_patch(const Condition *c, const char *uid, const json_t *condi
  * Returns a new reference or NULL. */
 json_t *condition_event(const Condition *c, const char *pod_name, const char *pod_namespace,
                         const char *pod_uid, const char *component, uint64_t now_usec);
-
-/* True for a Kubernetes qualified name ([prefix/]name). */
-bool condition_type_is_valid(const char *type);
 
 const char *condition_status_to_string(ConditionStatus s);
 

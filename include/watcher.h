@@ -12,9 +12,14 @@
  * of the volume on each sync, about once a minute, without changing it).
  * Events are drained as they come and coalesced: the handler runs once the
  * directory has been quiet for WATCHER_SETTLE_USEC, and at the latest
- * WATCHER_SETTLE_MAX_USEC after the first event of a burst, so one kubelet
- * update (mkdir, writes, symlink, rename, links, rm -r: well under a
- * millisecond) is one call, WATCHER_SETTLE_USEC after the flip. An inotify
+ * WATCHER_SETTLE_MAX_USEC after the first event of a burst. kubelet's rename
+ * of ..data over the old link is the update itself: the handler runs at
+ * once, and events later in the same burst never postpone it (unless the
+ * last flip was looked at less than WATCHER_SETTLE_USEC before: a storm of
+ * updates is coalesced like any other burst). The rest of
+ * kubelet's update (links for new keys, rm -r of the old version: well under
+ * a millisecond) is usually a second, short burst and a second call
+ * WATCHER_SETTLE_USEC later, which reads the same state. An inotify
  * queue overflow (IN_Q_OVERFLOW) is a hint like any other. When the
  * directory is deleted, moved away or unmounted, the handler runs (reason
  * RECREATED, the directory is gone), the watcher checks every poll interval

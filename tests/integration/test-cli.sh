@@ -18,6 +18,33 @@ expect_status 2 "$AGENT"
 expect_status 2 "$AGENT" frobnicate
 grep -q 'unknown command or argument "frobnicate"' "$WORK/err" && pass || fail "unknown command not named"
 
+# --- the front end: --check with libc alone, the rest in aicr-enroot-agentd ----
+# kubelet execs the probe every period in every pod: it must not load the
+# daemon's libraries (a sanitizer build adds its runtime, nothing else).
+full=$(dirname "$AGENT")/aicr-enroot-agentd
+[ -x "$full" ] && pass || fail "no aicr-enroot-agentd beside $AGENT"
+needed=$(readelf -d "$AGENT" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' |
+        grep -vE '^(libc\.so\.6|lib(a|ub)san\.so\.[0-9]+|libm\.so\.6|libgcc_s\.so\.1|libstdc\+\+\.so\.6)$' || true)
+[ -z "$needed" ] && pass || fail "aicr-enroot-agent (the probe) links more than libc: $needed"
+# an installed layout: $prefix/bin and $prefix/libexec/aicr-enroot-agent
+mkdir -p "$WORK/prefix/bin" "$WORK/prefix/libexec/aicr-enroot-agent"
+cp "$AGENT" "$WORK/prefix/bin/aicr-enroot-agent"
+expect_status 2 "$WORK/prefix/bin/aicr-enroot-agent" --version
+grep -q 'Cannot find aicr-enroot-agentd, the program that runs every command but --check' "$WORK/err" &&
+        pass || fail "a missing aicr-enroot-agentd is not named: $(cat "$WORK/err")"
+expect_status 1 "$WORK/prefix/bin/aicr-enroot-agent" --check --listen 127.0.0.1:1
+grep -q '^not ready: cannot connect to 127.0.0.1:1' "$WORK/out" && pass ||
+        fail "--check without aicr-enroot-agentd: $(cat "$WORK/out" "$WORK/err")"
+cp "$full" "$WORK/prefix/libexec/aicr-enroot-agent/aicr-enroot-agentd"
+expect_status 0 "$WORK/prefix/bin/aicr-enroot-agent" --version
+grep -q '^aicr-enroot-agent [0-9]' "$WORK/out" && pass || fail "--version through libexec printed: $(cat "$WORK/out")"
+chmod a-x "$WORK/prefix/libexec/aicr-enroot-agent/aicr-enroot-agentd"
+if [ "$(id -u)" -ne 0 ] || ! "$WORK/prefix/libexec/aicr-enroot-agent/aicr-enroot-agentd" --version >/dev/null 2>&1; then
+        expect_status 2 "$WORK/prefix/bin/aicr-enroot-agent" lint /dev/null
+        grep -q 'Cannot run .*/aicr-enroot-agentd: Permission denied' "$WORK/err" && pass ||
+                fail "an unrunnable aicr-enroot-agentd is not named: $(cat "$WORK/err")"
+fi
+
 # --- lint: golden output for every rule --------------------------------------
 cd "$TEST_DATA_DIR/lint"
 for f in *.conf *.env; do

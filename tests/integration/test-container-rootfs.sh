@@ -33,6 +33,13 @@ grep -q 'COPY container/runtime-packages.txt' "$containerfile" && pass ||
         fail "the Containerfile does not copy container/runtime-packages.txt"
 grep -q "COPY --from=build .*/aicr-enroot-agent /rootfs$entry\$" "$containerfile" && pass ||
         fail "the Containerfile does not install the agent at its ENTRYPOINT $entry"
+# The front end at the entry point finds the daemon's program through
+# ../libexec/aicr-enroot-agent from its own directory (agent/front.c).
+daemon_path=$(dirname "$entry")/../libexec/aicr-enroot-agent/aicr-enroot-agentd
+daemon_path=$(realpath -m "$daemon_path")
+grep -q "COPY --from=build .*/aicr-enroot-agentd /rootfs$daemon_path\$" "$containerfile" && pass ||
+        fail "the Containerfile does not install aicr-enroot-agentd at $daemon_path, where $entry looks for it"
+full=$(dirname "$AGENT")/aicr-enroot-agentd
 
 # Every library the binary links directly comes from a package the list names
 # (a dependency of a dependency may go away with an update). A sanitizer build
@@ -41,7 +48,7 @@ listed=$(sed 's/#.*//' "$packages" | awk 'NF { print $1 }')
 if grep -q __asan_init "$AGENT"; then
         echo "note: sanitizer build: the libraries it links are not checked against the list" >&2
 elif command -v readelf >/dev/null && command -v dpkg >/dev/null && command -v ldd >/dev/null; then
-        ldd "$AGENT" >"$WORK/ldd" 2>&1 || true
+        ldd "$full" >"$WORK/ldd" 2>&1 || true
         while read -r soname; do
                 # the file the loader picks, and the package that installed it
                 # (dpkg knows /lib/... or /usr/lib/..., whichever the package ships)
@@ -59,7 +66,7 @@ elif command -v readelf >/dev/null && command -v dpkg >/dev/null && command -v l
                 else
                         fail "the agent links $soname from $pkg, which container/runtime-packages.txt does not name"
                 fi
-        done < <(readelf -d "$AGENT" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p')
+        done < <(readelf -d "$AGENT" "$full" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' | sort -u)
 fi
 ((failures == 0)) || finish
 
@@ -103,6 +110,7 @@ pass
 assemble_secs=$((SECONDS - t0))
 tail -n 1 "$WORK/assemble.log"
 install -D -m 0755 "$AGENT" "$root$entry"
+install -D -m 0755 "$full" "$root$daemon_path"
 
 # Mount points a container runtime would create, and the volumes' contents.
 mkdir -p "$root/proc" "$root/dev" "$root/run/aicr-enroot/configmap" "$root/run/aicr-enroot/running"

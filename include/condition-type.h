@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Layer 0 (pure, libc only): the pod condition's type, checked by option
+ * parsing in every program, the readiness probe's included.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#define CONDITION_DEFAULT_TYPE   "EnrootConfigCurrent"
+/* A qualified name: [DNS-subdomain prefix "/"] name of at most 63 characters. */
+#define CONDITION_MAX_TYPE_BYTES (253u + 1u + 63u)
+
+/* True for a Kubernetes qualified name ([prefix/]name). */
+bool condition_type_is_valid(const char *type);
