@@ -805,8 +805,9 @@ static void test_poll_mode(void **state) {
  * at the latest WATCHER_SETTLE_MAX_USEC after a burst began. A child
  * rewrites a file every 2 ms for 600 ms. */
 static void test_settle_cap(void **state) {
-        enum { STREAM_MS = 600, EVERY_US = 2000 };
+        enum { STREAM_MS = 600, EVERY_US = 2000, STALLS_BASE = 10 };
         uint64_t t0, first_call;
+        unsigned stalls;
         WriterChild c = {.pid = -1, .out_fd = -1};
         Running run = {.child = &c, .status = -1};
 
@@ -816,32 +817,41 @@ static void test_settle_cap(void **state) {
         assert_true(c.pid >= 0);
         if (c.pid == 0) {
                 _cleanup_close_ int at = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                uint64_t end = now_usec(CLOCK_MONOTONIC) + STREAM_MS * 1000ull;
+                uint64_t end = now_usec(CLOCK_MONOTONIC) + STREAM_MS * 1000ull, last = 0;
+                int gaps = 0;
 
                 while (at >= 0 && now_usec(CLOCK_MONOTONIC) < end) {
                         int fd =
                                 openat(at, "noise", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
                         if (fd < 0 || write(fd, "x", 1) != 1)
                                 _exit(1);
                         (void) close(fd);
+                        /* a quiet gap the watcher may rightly take for the end */
+                        if (last > 0 && now - last >= WATCHER_SETTLE_USEC && gaps < 200)
+                                gaps++;
+                        last = now;
                         (void) usleep(EVERY_US);
                 }
-                _exit(0);
+                _exit(STALLS_BASE + gaps);
         }
         while (ctx.calls == 0 && !child_done(&run))
                 assert_true(sd_event_run(event, 10 * 1000) >= 0);
         first_call = ctx.last_call_usec;
         assert_true(run_until(event, child_done, &run, WRITER_WAIT_MS));
-        assert_int_equal(run.status, 0);
+        assert_true(run.status >= STALLS_BASE);
+        stalls = (unsigned) (run.status - STALLS_BASE);
         run_for(event, SETTLE_MS);
         print_message("events every %d ms for %d ms: first call after %.0f ms, %u call(s) in "
-                      "all (cap %u ms)\n",
+                      "all (cap %u ms); the writer stalled for the settle time %u time(s)\n",
                       EVERY_US / 1000, STREAM_MS, (double) (first_call - t0) / 1000.0, ctx.calls,
-                      WATCHER_SETTLE_MAX_USEC / 1000);
+                      WATCHER_SETTLE_MAX_USEC / 1000, stalls);
         assert_true(ctx.calls >= 2);
-        /* one call per cap period at most, plus the last, plus slack for
-         * stalls of the writer longer than the settle time */
-        assert_true(ctx.calls <= STREAM_MS * 1000 / WATCHER_SETTLE_MAX_USEC + 4);
+        /* one call per cap period at most, plus the last, plus one for each
+         * time a loaded machine stalled the writer past the settle time (a
+         * quiet directory that the watcher rightly looks at) */
+        assert_true(ctx.calls <= STREAM_MS * 1000 / WATCHER_SETTLE_MAX_USEC + 2 + stalls);
         assert_true(first_call - t0 < 3 * WATCHER_SETTLE_MAX_USEC);
 }
 
