@@ -85,12 +85,14 @@ publish() {
 }
 
 AGENT_PID=
+# A command the daemon runs under, e.g. AGENT_WRAPPER=(setpriv --reuid=65534 ...).
+AGENT_WRAPPER=()
 # start_agent LOG ARGS...: starts the daemon on a kernel-chosen port, sets PORT
 start_agent() {
         local log=$1
         shift
         AGENT_LOG=$log
-        "$AGENT" --listen 127.0.0.1:0 --log-level debug "$@" >"$log" 2>&1 &
+        "${AGENT_WRAPPER[@]}" "$AGENT" --listen 127.0.0.1:0 --log-level debug "$@" >"$log" 2>&1 &
         AGENT_PID=$!
         # generous: sanitizer builds under a loaded CI machine start slowly
         for _ in $(seq 1 400); do

@@ -28,47 +28,10 @@ publish() {
 }
 publish
 
-AGENT_PID=
-stop_agent() {
-        [ -n "$AGENT_PID" ] || return 0
-        kill -TERM "$AGENT_PID" 2>/dev/null || true
-        wait "$AGENT_PID" 2>/dev/null || true
-        AGENT_PID=
-}
 trap 'stop_agent; rm -rf "$WORK"' EXIT
-
-wait_for() {
-        local limit=$1
-        shift
-        for _ in $(seq 1 $((limit * 50))); do
-                "$@" >/dev/null 2>&1 && return 0
-                sleep 0.02
-        done
-        return 1
-}
-# start_agent LOG [WRAPPER...] -- ARGS...: the daemon on a kernel-chosen port
-start_agent() {
-        local log=$1 wrap=()
-        shift
-        while [ "$1" != -- ]; do
-                wrap+=("$1")
-                shift
-        done
-        shift
-        "${wrap[@]}" "$AGENT" --listen 127.0.0.1:0 --poll-interval 1 --resync-interval 3600 "$@" \
-                >"$log" 2>&1 &
-        AGENT_PID=$!
-        LOG=$log
-        PORT=
-        for _ in $(seq 1 400); do
-                PORT=$(sed -n 's/.*Serving .* on 127\.0\.0\.1:\([0-9]*\)\..*/\1/p' "$log")
-                [ -n "$PORT" ] && break
-                kill -0 "$AGENT_PID" 2>/dev/null || break
-                sleep 0.05
-        done
-        [ -n "$PORT" ] || { cat "$log" >&2; fail "the agent did not start"; return 1; }
-        wait_for 20 "$AGENT" --check --listen "127.0.0.1:$PORT" ||
-                { cat "$log" >&2; fail "the agent never became ready"; return 1; }
+# start LOG ARGS...: the daemon, polling a lost directory every second
+start() {
+        start_agent "$1" --poll-interval 1 --resync-interval 3600 "${@:2}"
 }
 status() { curl -sf --max-time 5 "http://127.0.0.1:$PORT/status"; }
 evaluations() {
@@ -104,8 +67,8 @@ expect() {
         if grep -Eq -- "$detail" <<<"$got"; then pass; else
                 fail "$what: detail \"$got\" does not match /$detail/"
         fi
-        if wait_for 2 grep -Eq -- "$logpat" "$LOG"; then pass; else
-                fail "$what: no log line matching /$logpat/: $(tail -3 "$LOG")"
+        if wait_for 2 grep -Eq -- "$logpat" "$AGENT_LOG"; then pass; else
+                fail "$what: no log line matching /$logpat/: $(tail -3 "$AGENT_LOG")"
         fi
         if [ "$(curl -s --max-time 1 "http://127.0.0.1:$PORT/healthz")" = ok ]; then pass; else
                 fail "$what: /healthz did not answer within 1 s"
@@ -123,7 +86,7 @@ repaired() {
         fi
 }
 
-start_agent "$WORK/agent.log" -- --desired-dir "$cm" --running-root "$root" || { finish; exit 1; }
+start "$WORK/agent.log" --desired-dir "$cm" --running-root "$root" || { finish; exit 1; }
 rss_before=$(awk '$1 == "Rss:" { print $2 }' "/proc/$AGENT_PID/smaps_rollup")
 
 # --- symlink loops ------------------------------------------------------------
@@ -206,7 +169,7 @@ if wait_for 10 pod_is current; then
 else
         fail "directory made again: not current: $(status | jq -c .)"
 fi
-wait_for 2 grep -q "is back" "$LOG" && pass || fail "no log line for the directory coming back: $(tail -3 "$LOG")"
+wait_for 2 grep -q "is back" "$AGENT_LOG" && pass || fail "no log line for the directory coming back: $(tail -3 "$AGENT_LOG")"
 # and it is watched again: an update is seen without a signal
 printf 'ENROOT_MOUNT_HOME=no\n' >"$WORK/src/enroot.conf"
 publish
@@ -218,11 +181,11 @@ stop_agent
 # --- permission denied ---------------------------------------------------------
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
         chmod 755 "$WORK"
-        asnobody=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all)
+        AGENT_WRAPPER=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all)
         : >"$WORK/nobody.log"
         chown 65534 "$WORK/nobody.log"
-        start_agent "$WORK/nobody.log" "${asnobody[@]}" -- --desired-dir "$cm" --running-root "$root" ||
-                { finish; exit 1; }
+        start "$WORK/nobody.log" --desired-dir "$cm" --running-root "$root" || { finish; exit 1; }
+        AGENT_WRAPPER=()
         chmod 600 "$run"
         expect "running file unreadable (mode 0600, another owner)" 0 unreadable \
                 'Permission denied|permission' 'enroot.conf: unreadable \(/etc/enroot/enroot.conf'
