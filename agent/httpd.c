@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
+#include <inttypes.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -9,24 +10,49 @@
 
 #include "httpd.h"
 #include "log.h"
+#include "timeutil.h"
 
 #ifndef MHD_HTTP_CONTENT_TOO_LARGE /* named so since libmicrohttpd 0.9.74 */
 #define MHD_HTTP_CONTENT_TOO_LARGE 413
 #endif
 
+typedef struct Conn Conn;
+
+/* One open connection, from libmicrohttpd's "started" notification to its
+ * "closed" one (its socket context). */
+struct Conn {
+        Httpd *httpd;
+        struct MHD_Connection *connection;
+        int fd;
+        bool counted;           /* counted in Httpd.others */
+        bool evicted;           /* shut down for a newcomer, counted in Httpd.evicting */
+        bool waiting;           /* in Httpd's waiting list */
+        uint64_t deadline_usec; /* CLOCK_MONOTONIC: a complete request by then */
+        Conn *prev, *next;      /* the waiting list */
+};
+
 struct Httpd {
         sd_event *event;
-        sd_event_source *io;    /* libmicrohttpd's epoll descriptor */
-        sd_event_source *timer; /* libmicrohttpd's next timeout */
+        sd_event_source *io;       /* libmicrohttpd's epoll descriptor */
+        sd_event_source *timer;    /* libmicrohttpd's next timeout */
+        sd_event_source *deadline; /* the first request deadline of the waiting list */
         struct MHD_Daemon *mhd;
         HttpdSource source;
         unsigned max_others; /* connections not from 127.0.0.1 or ::1 allowed at once */
         unsigned others;     /* such connections open now */
+        unsigned evicting;   /* of those, shut down for a newcomer, not closed yet */
         bool closed_in_run;  /* a connection closed during the last MHD_run() */
+        bool stopping;       /* httpd_free() runs: the event sources are gone */
+        bool deadline_armed; /* the deadline timer is on */
+        uint64_t request_deadline_usec;
+        /* Connections without a complete request yet, earliest deadline
+         * first: every deadline is "now" plus the same delay, so appending
+         * keeps the order. */
+        Conn *waiting_head, *waiting_tail;
+        MetricsCache metrics; /* the Report's part of /metrics */
         uint16_t port;
         char address[HTTPD_LISTEN_STRLEN];
 };
-
 
 char *httpd_error_message(int error, const HttpdListen *listen) {
         char where[HTTPD_LISTEN_STRLEN];
@@ -130,6 +156,71 @@ bool httpd_readiness(const Report *r, bool require_current, StrBuf *reason) {
 }
 
 /* ---------------------------------------------------------------------------
+ * The request deadline: a connection must bring a complete request (line and
+ * headers) within request_deadline_usec of opening, or of its previous
+ * answer when kept alive. libmicrohttpd's own timeout restarts at every byte,
+ * so on its own a client trickling a byte a second keeps its slot for ever. */
+
+/* Arms the timer for the first deadline of the waiting list. It is not moved
+ * when that connection's request comes in (that would reprogram the kernel's
+ * timer at every request): it fires, finds a later deadline first, and is
+ * armed again for that one. */
+static void arm_deadline(Httpd *h) {
+        int r;
+
+        if (h->stopping || h->deadline_armed || !h->waiting_head)
+                return;
+        r = sd_event_source_set_time(h->deadline, h->waiting_head->deadline_usec);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(h->deadline, SD_EVENT_ONESHOT);
+        if (r < 0) {
+                log_debug_errno(r, "Cannot arm the HTTP request deadline timer: %m");
+                return;
+        }
+        h->deadline_armed = true;
+}
+
+static void conn_unwait(Conn *conn) {
+        Httpd *h = conn->httpd;
+
+        if (!conn->waiting)
+                return;
+        if (conn->prev)
+                conn->prev->next = conn->next;
+        else
+                h->waiting_head = conn->next;
+        if (conn->next)
+                conn->next->prev = conn->prev;
+        else
+                h->waiting_tail = conn->prev;
+        conn->prev = conn->next = NULL;
+        conn->waiting = false;
+}
+
+/* Starts the clock for conn's next request. */
+static void conn_wait(Conn *conn) {
+        Httpd *h = conn->httpd;
+
+        conn_unwait(conn);
+        conn->deadline_usec = now_usec(CLOCK_MONOTONIC) + h->request_deadline_usec;
+        conn->prev = h->waiting_tail;
+        if (h->waiting_tail)
+                h->waiting_tail->next = conn;
+        else
+                h->waiting_head = conn;
+        h->waiting_tail = conn;
+        conn->waiting = true;
+        arm_deadline(h);
+}
+
+static Conn *conn_of(struct MHD_Connection *c) {
+        const union MHD_ConnectionInfo *info =
+                MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+        return info ? info->socket_context : NULL;
+}
+
+/* ---------------------------------------------------------------------------
  * Requests */
 
 typedef enum Route {
@@ -202,6 +293,16 @@ static const Report *current_report(Httpd *h) {
         return h->source.get_report(h->source.userdata);
 }
 
+/* Changes whenever the manager may have published a new Report: it counts
+ * every evaluation before it publishes the evaluation's Report. */
+static uint64_t report_generation(const MetricsCounters *c) {
+        uint64_t n = 0;
+
+        for (EvalTrigger t = 0; t < _TRIGGER_MAX; t++)
+                n += c->evaluations[t];
+        return n;
+}
+
 static void current_counters(Httpd *h, MetricsCounters *ret) {
         MetricsCounters c = {};
         int r;
@@ -221,7 +322,8 @@ static enum MHD_Result serve_metrics(Httpd *h, struct MHD_Connection *c) {
         int r;
 
         current_counters(h, &counters);
-        r = metrics_render(&b, current_report(h), &counters);
+        r = metrics_render_cached(&b, &h->metrics, current_report(h), report_generation(&counters),
+                                  &counters);
         if (r < 0) {
                 strbuf_done(&b);
                 log_debug_errno(r, "Cannot render metrics: %m");
@@ -278,14 +380,33 @@ static enum MHD_Result serve_readyz(Httpd *h, struct MHD_Connection *c) {
                               CONTENT_TYPE_TEXT, &b);
 }
 
-/* libmicrohttpd calls this once the request line and headers are in; we
- * always answer on that first call, so a request body is never read. */
+/* libmicrohttpd calls this once the request line and headers are in, and
+ * again once the request is complete (no body: at once) while the first call
+ * queued no answer. An answer queued on the first call closes the connection
+ * afterwards (libmicrohttpd cannot know what the rest of the request would
+ * have been), so a body is never read: every refusal and every probe is
+ * answered that way. /metrics is answered on the second call, so that a
+ * scraper may keep its connection for the next scrape (HTTP/1.1 keep-alive,
+ * as Prometheus does): a TCP connection per scrape cost more than the scrape. */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls) {
+        static char answer_when_complete; /* *req_cls of a /metrics request */
         Httpd *h = cls;
         const char *length, *encoding;
+        Conn *conn;
         Route route;
+
+        if (*req_cls == &answer_when_complete) {
+                if (*upload_data_size > 0)
+                        return MHD_NO; /* a body after all: close */
+                return serve_metrics(h, c);
+        }
+
+        /* the request is in: its deadline no longer applies */
+        conn = conn_of(c);
+        if (conn)
+                conn_unwait(conn);
 
         route = route_from_path(url);
         if (route < 0)
@@ -304,7 +425,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
         switch (route) {
         case ROUTE_METRICS:
-                return serve_metrics(h, c);
+                *req_cls = &answer_when_complete;
+                return MHD_YES;
         case ROUTE_HEALTHZ:
                 /* answering at all proves the event loop turns */
                 return respond_text(c, MHD_HTTP_OK, "ok\n");
@@ -390,11 +512,65 @@ static bool address_is_local(const struct sockaddr *sa) {
         return false;
 }
 
+static int connection_fd(struct MHD_Connection *c) {
+        const union MHD_ConnectionInfo *info =
+                MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+        return info ? info->connect_fd : -EBADF;
+}
+
+/* The client's address for a debug line: "192.0.2.7", "2001:db8::7" or "?". */
+static void client_address(struct MHD_Connection *c, char buf[static INET6_ADDRSTRLEN]) {
+        const union MHD_ConnectionInfo *info =
+                MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        const struct sockaddr *sa = info ? info->client_addr : NULL;
+
+        strcpy(buf, "?");
+        if (sa && sa->sa_family == AF_INET)
+                (void) inet_ntop(AF_INET,
+                                 &((const struct sockaddr_in *) (const void *) sa)->sin_addr, buf,
+                                 INET6_ADDRSTRLEN);
+        else if (sa && sa->sa_family == AF_INET6)
+                (void) inet_ntop(AF_INET6,
+                                 &((const struct sockaddr_in6 *) (const void *) sa)->sin6_addr, buf,
+                                 INET6_ADDRSTRLEN);
+}
+
+/* Frees the slot of the non-local connection that has waited longest for its
+ * request, for a newcomer when every non-local slot is taken. A scrape's or
+ * probe's request comes whole right after its connection, so the connection
+ * that has waited longest belongs to a client that trickles or idles: without
+ * this, enough such clients from enough addresses (HTTPD_MAX_CONNECTIONS_PER_IP
+ * each) would have every other address refused, deadline after deadline.
+ * At most HTTPD_MAX_EVICTING at a time, so the slots the evicted connections
+ * hold until libmicrohttpd closes them are never the loopback-reserved ones.
+ * Returns true when one was shut down. */
+static bool evict_oldest_waiting(Httpd *h) {
+        if (h->evicting >= HTTPD_MAX_EVICTING)
+                return false;
+        for (Conn *conn = h->waiting_head; conn; conn = conn->next) {
+                char a[INET6_ADDRSTRLEN];
+
+                if (!conn->counted || conn->fd < 0)
+                        continue;
+                client_address(conn->connection, a);
+                log_debug("HTTP: every slot is taken: closing the connection from %s that has "
+                          "waited longest for its request.",
+                          a);
+                (void) shutdown(conn->fd, SHUT_RDWR);
+                conn_unwait(conn);
+                conn->evicted = true;
+                h->evicting++;
+                return true;
+        }
+        return false;
+}
+
 /* Keeps HTTPD_RESERVED_LOCAL_CONNECTIONS slots for the readiness probe. */
 static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen) {
         Httpd *h = cls;
 
-        if (address_is_local(addr) || h->others < h->max_others)
+        if (address_is_local(addr) || h->others < h->max_others || evict_oldest_waiting(h))
                 return MHD_YES;
         log_debug("HTTP: refusing a connection: %u non-local connections are open.", h->others);
         return MHD_NO;
@@ -402,23 +578,89 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
 
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode code) {
-        static char counted; /* marks a connection counted in h->others */
         Httpd *h = cls;
+        Conn *conn;
 
         if (code == MHD_CONNECTION_NOTIFY_STARTED) {
                 const union MHD_ConnectionInfo *info =
                         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 
+                conn = calloc(1, sizeof *conn);
+                if (!conn) {
+                        /* untracked, it would escape the deadline: end it now
+                         * (libmicrohttpd closes it on its next read) */
+                        int fd = connection_fd(c);
+
+                        if (fd >= 0)
+                                (void) shutdown(fd, SHUT_RDWR);
+                        log_debug("HTTP: out of memory: closing a new connection.");
+                        return;
+                }
+                *conn = (Conn){.httpd = h, .connection = c, .fd = connection_fd(c)};
                 if (!info || !address_is_local(info->client_addr)) {
                         h->others++;
-                        *socket_context = &counted;
+                        conn->counted = true;
                 }
+                *socket_context = conn;
+                conn_wait(conn);
         } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-                if (*socket_context == &counted && h->others > 0)
-                        h->others--;
+                conn = *socket_context;
+                if (conn) {
+                        if (conn->counted && h->others > 0)
+                                h->others--;
+                        if (conn->evicted && h->evicting > 0)
+                                h->evicting--;
+                        conn_unwait(conn);
+                        free(conn);
+                }
                 *socket_context = NULL;
                 h->closed_in_run = true;
         }
+}
+
+/* A request was answered (or given up). A connection kept alive waits for
+ * its next request, under a new deadline. */
+static void on_request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+                                 enum MHD_RequestTerminationCode toe) {
+        Conn *conn = conn_of(c);
+
+        *req_cls = NULL;
+        if (conn && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+                conn_wait(conn);
+}
+
+/* Ends every connection past its request deadline. shutdown(2), not close:
+ * the descriptor stays libmicrohttpd's, which sees the end on its next read
+ * and closes the connection (its "closed" notification frees ours). */
+static void expire_waiting(Httpd *h) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        bool any = false;
+
+        while (h->waiting_head && h->waiting_head->deadline_usec <= now) {
+                Conn *conn = h->waiting_head;
+                char a[INET6_ADDRSTRLEN];
+
+                client_address(conn->connection, a);
+                /* a client's failure, not ours: debug only, as libmicrohttpd's own */
+                log_debug("HTTP: closing a connection from %s: no complete request within %" PRIu64
+                          " ms.",
+                          a, h->request_deadline_usec / 1000u);
+                if (conn->fd >= 0)
+                        (void) shutdown(conn->fd, SHUT_RDWR);
+                conn_unwait(conn);
+                any = true;
+        }
+        if (any)
+                run_mhd(h);
+        arm_deadline(h);
+}
+
+static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        Httpd *h = userdata;
+
+        h->deadline_armed = false; /* a oneshot source is off once it fired */
+        expire_waiting(h);
+        return 0;
 }
 
 static int on_mhd_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -506,10 +748,15 @@ static int open_listener(const HttpdListen *l, int *ret_fd, HttpdListen *ret_bou
 Httpd *httpd_free(Httpd *h) {
         if (!h)
                 return NULL;
+        h->stopping = true;
         sd_event_source_disable_unref(h->io);
         sd_event_source_disable_unref(h->timer);
+        sd_event_source_disable_unref(h->deadline);
+        /* closes the listening socket and every connection, each with its
+         * "closed" notification, which frees our part */
         if (h->mhd)
-                MHD_stop_daemon(h->mhd); /* closes the listening socket and every connection */
+                MHD_stop_daemon(h->mhd);
+        metrics_cache_done(&h->metrics);
         sd_event_unref(h->event);
         free(h);
         return NULL;
@@ -537,6 +784,19 @@ int httpd_start(sd_event *e, const HttpdListen *listen, const HttpdLimits *limit
                 return fail(-ENOMEM, listen, ret_error);
         h->event = sd_event_ref(e);
         h->source = *source;
+        h->metrics = METRICS_CACHE_INIT;
+        h->request_deadline_usec =
+                (uint64_t) (lim.request_deadline_sec > 0 ? lim.request_deadline_sec
+                                                         : HTTPD_REQUEST_DEADLINE_SEC) *
+                1000000u;
+        /* before libmicrohttpd: its first connection arms it */
+        r = sd_event_add_time(e, &h->deadline, CLOCK_MONOTONIC, 0, HTTPD_DEADLINE_ACCURACY_USEC,
+                              on_deadline, h);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(h->deadline, SD_EVENT_OFF);
+        if (r < 0)
+                return fail(r, listen, ret_error);
+        (void) sd_event_source_set_description(h->deadline, "httpd-deadline");
 
         r = open_listener(listen, &fd, &bound);
         if (r < 0)
@@ -554,8 +814,9 @@ int httpd_start(sd_event *e, const HttpdListen *listen, const HttpdLimits *limit
         h->mhd = MHD_start_daemon(
                 MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, on_accept, h, on_request, h,
                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_NOTIFY_CONNECTION,
-                on_connection, h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-                lim.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, lim.max_connections_per_ip,
+                on_connection, h, MHD_OPTION_NOTIFY_COMPLETED, on_request_completed, h,
+                MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, lim.max_connections,
+                MHD_OPTION_PER_IP_CONNECTION_LIMIT, lim.max_connections_per_ip,
                 MHD_OPTION_CONNECTION_TIMEOUT, lim.idle_timeout_sec,
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, lim.connection_memory_bytes, MHD_OPTION_END);
         if (!h->mhd)

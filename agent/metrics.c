@@ -441,15 +441,61 @@ static int render_process(Renderer *w, const ProcessStats *p) {
         return k;
 }
 
+/* What changes per scrape: the agent's counters and the process statistics. */
+static int render_counters(Renderer *w, const MetricsCounters *c) {
+        int k = 0;
+
+        if (c)
+                k = render_agent(w, c);
+        if (k >= 0 && c && c->has_process)
+                k = render_process(w, &c->process);
+        return k;
+}
+
 int metrics_render(StrBuf *out, const Report *r, const MetricsCounters *c) {
         Renderer w = {.out = out, .scratch = STRBUF_INIT(METRICS_MAX_LABEL_BYTES + 64)};
         int k;
 
         k = render_config(&w, r);
-        if (k >= 0 && c)
-                k = render_agent(&w, c);
-        if (k >= 0 && c && c->has_process)
-                k = render_process(&w, &c->process);
+        if (k >= 0)
+                k = render_counters(&w, c);
+        strbuf_done(&w.scratch);
+        return k;
+}
+
+void metrics_cache_done(MetricsCache *cache) {
+        strbuf_done(&cache->text);
+        cache->valid = false;
+}
+
+int metrics_render_cached(StrBuf *out, MetricsCache *cache, const Report *r, uint64_t generation,
+                          const MetricsCounters *c) {
+        Renderer w = {.out = out, .scratch = STRBUF_INIT(METRICS_MAX_LABEL_BYTES + 64)};
+        uint64_t evaluated_usec = r ? r->evaluated_usec : 0;
+        int k = 0;
+
+        if (!cache->valid || cache->report_id != (uintptr_t) r ||
+            cache->evaluated_usec != evaluated_usec || cache->generation != generation) {
+                Renderer cw = {.out = &cache->text, .scratch = w.scratch};
+
+                cache->valid = false;
+                strbuf_reset(&cache->text);
+                k = render_config(&cw, r);
+                w.scratch = cw.scratch;
+                if (k >= 0)
+                        /* data is non-NULL even for an empty rendering */
+                        k = strbuf_append(&cache->text, "", 0);
+                if (k >= 0)
+                        *cache = (MetricsCache){.text = cache->text,
+                                                .report_id = (uintptr_t) r,
+                                                .evaluated_usec = evaluated_usec,
+                                                .generation = generation,
+                                                .valid = true};
+        }
+        if (k >= 0)
+                k = strbuf_append(out, cache->text.data, cache->text.len);
+        if (k >= 0)
+                k = render_counters(&w, c);
         strbuf_done(&w.scratch);
         return k;
 }

@@ -17,13 +17,20 @@
  *   (414) within HTTPD_CONNECTION_MEMORY_BYTES, and answers malformed
  *   requests with 400 or by closing.
  *
- * Every answer is given as soon as the headers are in and closes the
- * connection (libmicrohttpd does so for an answer queued that early): a
- * scrape or a probe is one request, and no connection outlives its request.
+ * Every answer but /metrics' is given as soon as the headers are in and
+ * closes the connection (libmicrohttpd does so for an answer queued that
+ * early): a probe is one request. /metrics is answered once the request is
+ * complete, so a scraper may keep the connection for its next scrape
+ * (HTTP/1.1 keep-alive, unless it asked "Connection: close").
  * Bounds: HTTPD_MAX_CONNECTIONS_PER_IP per client address (one more is closed
  * at once), HTTPD_MAX_CONNECTIONS in all (more wait in the kernel's accept
- * queue until a slot frees), and HTTPD_IDLE_TIMEOUT_SEC without progress
- * closes a connection (a client that never finishes its request).
+ * queue until a slot frees), HTTPD_REQUEST_DEADLINE_SEC for a complete request
+ * line and headers from the connection's start or its previous answer (a
+ * client that trickles its request, or keeps an idle connection, loses it
+ * then), and HTTPD_IDLE_TIMEOUT_SEC without progress (a client that does not
+ * read its answer). When every slot but the reserved ones is taken, a
+ * newcomer takes the slot of the connection that has waited longest for its
+ * request (HTTPD_MAX_EVICTING).
  *
  * The server never logs above debug: errors are returned, with a sentence
  * for the caller to log.
@@ -41,21 +48,37 @@
 #include "state.h"
 #include "strbuf.h"
 
-/* Concurrent connections in all; more wait in the kernel's accept queue. */
-#define HTTPD_MAX_CONNECTIONS            32u
+/* Concurrent connections in all; more wait in the kernel's accept queue.
+ * Each may take a pool of HTTPD_CONNECTION_MEMORY_BYTES: 4 MiB in all. */
+#define HTTPD_MAX_CONNECTIONS            256u
 /* Of HTTPD_MAX_CONNECTIONS, this many only 127.0.0.1 and ::1 may use: the
  * exec readiness probe (--check) connects from there, and must be answered
  * even while other clients hold every other slot. */
 #define HTTPD_RESERVED_LOCAL_CONNECTIONS 4u
+/* When every slot but the reserved ones is taken, a newcomer from another
+ * address takes the slot of the connection that has waited longest for its
+ * request (shut down), at most this many at a time: they hold their slots
+ * until libmicrohttpd closes them, and must leave reserved ones free. */
+#define HTTPD_MAX_EVICTING               2u
 /* Concurrent connections from one address; more are closed at once. */
 #define HTTPD_MAX_CONNECTIONS_PER_IP     8u
-/* A connection that makes no progress this long is closed. */
-#define HTTPD_IDLE_TIMEOUT_SEC           10u
+/* A connection must bring a complete request (line and headers) this long
+ * after it opened, or after its previous answer when kept alive, or it is
+ * shut down. A scrape or probe request is one segment; this only ends
+ * clients that trickle (libmicrohttpd's idle timeout restarts at every byte)
+ * and idle keep-alive connections, so that slots come back. */
+#define HTTPD_REQUEST_DEADLINE_SEC       3u
+/* How late the deadline may be enforced (the timer's accuracy). */
+#define HTTPD_DEADLINE_ACCURACY_USEC     (100u * 1000u)
+/* A connection that makes no progress this long is closed (a client that
+ * does not read its answer). */
+#define HTTPD_IDLE_TIMEOUT_SEC           3u
 /* libmicrohttpd's per-connection memory pool: the request line and headers
  * must fit in about half of it, or the request is refused. */
 #define HTTPD_CONNECTION_MEMORY_BYTES    (16u * 1024u)
-/* listen(2) backlog. */
-#define HTTPD_LISTEN_BACKLOG             64
+/* listen(2) backlog: the kernel caps it at net.core.somaxconn. A full
+ * backlog drops a probe's SYN, which is resent only after a second. */
+#define HTTPD_LISTEN_BACKLOG             SOMAXCONN
 /* Longest readiness reason line (without the newline). */
 #define HTTPD_MAX_REASON_BYTES           512u
 
@@ -65,13 +88,15 @@ typedef struct HttpdLimits {
         unsigned max_connections_per_ip;
         unsigned idle_timeout_sec;
         size_t connection_memory_bytes;
+        unsigned request_deadline_sec; /* 0: HTTPD_REQUEST_DEADLINE_SEC */
 } HttpdLimits;
 
-#define HTTPD_LIMITS_DEFAULT                                                   \
-        ((HttpdLimits){.max_connections = HTTPD_MAX_CONNECTIONS,               \
-                       .max_connections_per_ip = HTTPD_MAX_CONNECTIONS_PER_IP, \
-                       .idle_timeout_sec = HTTPD_IDLE_TIMEOUT_SEC,             \
-                       .connection_memory_bytes = HTTPD_CONNECTION_MEMORY_BYTES})
+#define HTTPD_LIMITS_DEFAULT                                                     \
+        ((HttpdLimits){.max_connections = HTTPD_MAX_CONNECTIONS,                 \
+                       .max_connections_per_ip = HTTPD_MAX_CONNECTIONS_PER_IP,   \
+                       .idle_timeout_sec = HTTPD_IDLE_TIMEOUT_SEC,               \
+                       .connection_memory_bytes = HTTPD_CONNECTION_MEMORY_BYTES, \
+                       .request_deadline_sec = HTTPD_REQUEST_DEADLINE_SEC})
 
 /* Where the server gets what it serves: called from the event loop, during a
  * request, never kept. The server has no other tie to the manager. */

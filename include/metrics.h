@@ -86,6 +86,38 @@ extern const char *const metrics_watch_modes[]; /* NULL-terminated */
  * Returns 0, -ENOBUFS (out's cap crossed), -ENOMEM. */
 int metrics_render(StrBuf *out, const Report *r, const MetricsCounters *c);
 
+/* The Report's part of the exposition (every aicr_enroot_config_* family and
+ * aicr_enroot_agent_last_evaluation_timestamp_seconds), rendered once per
+ * Report instead of once per scrape: it is most of the text and most of the
+ * formatting cost, and it changes only when the manager publishes a new
+ * Report. The owner keeps one per server; METRICS_CACHE_INIT, then
+ * metrics_cache_done(). */
+typedef struct MetricsCache {
+        StrBuf text;             /* the Report's part, as metrics_render() writes it */
+        uintptr_t report_id;     /* the Report it was rendered from (compared, never read) */
+        uint64_t evaluated_usec; /* that Report's evaluated_usec */
+        uint64_t generation;     /* the caller's generation when it was rendered */
+        bool valid;
+} MetricsCache;
+
+#define METRICS_CACHE_INIT ((MetricsCache){.text = STRBUF_INIT(METRICS_MAX_BYTES)})
+
+/* Frees the cached text; the cache can be reused. */
+void metrics_cache_done(MetricsCache *cache);
+
+/* Appends exactly what metrics_render(out, r, c) appends, taking the Report's
+ * part from cache when it was rendered from the same Report: the same address,
+ * evaluated_usec and generation. A Report must not change while it is
+ * published; a new one may reuse a freed one's address, so generation must
+ * change whenever a new Report may have been published since the last call
+ * (the agent passes its evaluation count: the manager counts every evaluation
+ * before it publishes its Report). Otherwise renders it and keeps it.
+ * r and c may be NULL as for metrics_render(). On failure the cache is
+ * emptied and out may hold a partial rendering: discard it.
+ * Returns 0, -ENOBUFS, -ENOMEM. */
+int metrics_render_cached(StrBuf *out, MetricsCache *cache, const Report *r, uint64_t generation,
+                          const MetricsCounters *c);
+
 /* Appends the /status JSON document (one object, newline-terminated):
  *   {"pod", "evaluated", "evaluated_at", "desired_version",
  *    "observable": {"desired", "running"},

@@ -7,8 +7,9 @@
 # same run, with the same wrk settings (one thread, BENCH_CONNECTIONS
 # connections, default 4: the agent accepts 8 per client address;
 # BENCH_SECONDS each, default 10, 3 with BENCH_QUICK=1). Twice:
-#   keep-alive  wrk as it comes, like Prometheus: node_exporter keeps the
-#               connection, the agent closes it after every answer
+#   keep-alive  wrk as it comes, like Prometheus: both keep the connection
+#               for the next scrape (the agent for /metrics only, until 3 s
+#               pass without a request, HTTPD_REQUEST_DEADLINE_SEC)
 #   close       "Connection: close" for both: one TCP connection per scrape
 # Usage: scrape.sh (through run.sh or make bench)
 . "$(dirname "$0")/lib.sh"

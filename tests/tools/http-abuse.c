@@ -6,12 +6,14 @@
  * the attacker's address) and records how long each answer took.
  *
  * Usage: http-abuse --port PORT [--source ADDR] [--probe-source ADDR]
- *                   [--deadline SECONDS] SCENARIO
+ *                   [--deadline SECONDS] [--reconnect] SCENARIO
  *   --source ADDR           the one source address when SOURCES is 1
  *                           (default 127.0.0.1)
  *   --probe-source ADDR     the probe's (default 127.0.0.254)
  *   --deadline SECONDS      how long concurrent and garbage wait for every
  *                           connection to end (default 25)
+ *   --reconnect             slowloris opens a new connection for each one the
+ *                           server closed, as an attacker would
  *   concurrent N [SOURCES [ROUNDS]]
  *                           N connections opened at once, spread over SOURCES
  *                           loopback addresses (127.0.1.1, 127.0.1.2, ...;
@@ -24,7 +26,10 @@
  *   slowloris N SECONDS [SOURCES]
  *                           N connections, spread as above, each sending a
  *                           request line and then one header byte per second,
- *                           never finishing, for SECONDS
+ *                           never finishing, for SECONDS. Reports how many
+ *                           the server closed and, for the first N, the
+ *                           least and most time from connecting to that
+ *                           close (closed_min_ms, closed_max_ms; -1: none)
  *   oversized               a 64 KiB header, a 64 KiB URL, 4,000 headers, and
  *                           a 4 MiB header that keeps coming: the status of each
  *   garbage N               N connections from --source sending seeded random
@@ -32,7 +37,8 @@
  *                           start), then half-closing and reading to the end
  * Prints key=value lines:
  *   scenario=NAME ... (per scenario)
- *   probe n=.. ok=.. failed=.. p50_ms=.. max_ms=..
+ *   probe n=.. ok=.. failed=.. max_run_failed=.. p50_ms=.. max_ms=..
+ *   (max_run_failed: the longest run of consecutive failures)
  * Exits 0 when it ran (the test judges the figures), 77 when this machine
  * cannot run it (descriptors, loopback aliases), 2 on a usage error.
  */
@@ -64,6 +70,7 @@ static uint16_t port;
 static const char *probe_source = "127.0.0.254";
 static const char *single_source = "127.0.0.1";
 static unsigned deadline_sec = 25;
+static bool reconnect;
 
 static uint64_t now_usec(void) {
         struct timespec ts;
@@ -84,7 +91,7 @@ static void usage(void) __attribute__((noreturn));
 static void usage(void) {
         fprintf(stderr,
                 "usage: http-abuse --port PORT [--source ADDR] [--probe-source ADDR] "
-                "[--deadline SECONDS] "
+                "[--deadline SECONDS] [--reconnect] "
                 "concurrent N [SOURCES [ROUNDS]] | slowloris N SECONDS [SOURCES] | oversized | "
                 "garbage N\n");
         exit(2);
@@ -196,6 +203,7 @@ static struct {
         pthread_mutex_t lock;
         bool stop;
         unsigned n, ok, failed;
+        unsigned run_failed, max_run_failed; /* consecutive failures */
         uint64_t usec[MAX_PROBES];
 } probe = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -220,10 +228,15 @@ static void *probe_run(void *arg) {
                 pthread_mutex_lock(&probe.lock);
                 if (probe.n < MAX_PROBES)
                         probe.usec[probe.n++] = took;
-                if (status == 200)
+                if (status == 200) {
                         probe.ok++;
-                else
+                        probe.run_failed = 0;
+                } else {
                         probe.failed++;
+                        probe.run_failed++;
+                        if (probe.run_failed > probe.max_run_failed)
+                                probe.max_run_failed = probe.run_failed;
+                }
                 stop = probe.stop;
                 pthread_mutex_unlock(&probe.lock);
                 if (stop)
@@ -247,8 +260,9 @@ static void probe_report(void) {
                 p50 = probe.usec[(probe.n - 1) / 2];
                 max = probe.usec[probe.n - 1];
         }
-        printf("probe n=%u ok=%u failed=%u p50_ms=%.1f max_ms=%.1f\n", probe.n, probe.ok,
-               probe.failed, (double) p50 / 1000.0, (double) max / 1000.0);
+        printf("probe n=%u ok=%u failed=%u max_run_failed=%u p50_ms=%.1f max_ms=%.1f\n", probe.n,
+               probe.ok, probe.failed, probe.max_run_failed, (double) p50 / 1000.0,
+               (double) max / 1000.0);
 }
 
 /* ---------------------------------------------------------------------------
@@ -424,39 +438,90 @@ static void scenario_concurrent(size_t n, unsigned n_sources, unsigned rounds) {
         free(c);
 }
 
-static void scenario_slowloris(size_t n, unsigned seconds, unsigned n_sources) {
+/* Opens connection i of a slowloris and sends its request line and part of
+ * a header; false when the server refused or closed it at once. */
+static bool slow_open(Conn *c, size_t i, unsigned n_sources, uint64_t *opened_usec) {
         static const char line[] = "GET /metrics HTTP/1.1\r\nHost: slow\r\nX-Slow: ";
-        uint64_t start = now_usec(), end = start + (uint64_t) seconds * 1000000u;
-        unsigned alive = 0, closed_early = 0;
-        Conn *c;
+        struct pollfd p = {.events = POLLOUT};
+        char src[16];
 
-        raise_fd_limit(n);
-        c = open_all(n, n_sources);
-        /* connect, then the request line and part of a header */
-        for (size_t i = 0; i < n; i++) {
-                struct pollfd p = {.fd = c[i].fd, .events = POLLOUT};
-
-                if (c[i].done)
-                        continue;
-                if (poll(&p, 1, 2000) != 1 || send_all(c[i].fd, line, sizeof line - 1) < 0) {
-                        c[i].done = true;
-                        close(c[i].fd);
-                }
+        source_address((unsigned) i, n_sources, src);
+        c->fd = open_conn(src, true);
+        if (c->fd == -EADDRNOTAVAIL || c->fd == -EINVAL)
+                cannot_run("cannot bind the loopback address %s", src);
+        c->done = c->fd < 0;
+        if (c->done)
+                return false;
+        p.fd = c->fd;
+        if (poll(&p, 1, 2000) != 1 || send_all(c->fd, line, sizeof line - 1) < 0) {
+                c->done = true;
+                close(c->fd);
+                return false;
         }
-        /* one byte per connection per second, never the end of the headers */
+        *opened_usec = now_usec();
+        return true;
+}
+
+static void scenario_slowloris(size_t n, unsigned seconds, unsigned n_sources) {
+        uint64_t start = now_usec(), end = start + (uint64_t) seconds * 1000000u, tick = start;
+        uint64_t *opened = calloc(n, sizeof *opened), closed_min = UINT64_MAX, closed_max = 0;
+        bool *first = calloc(n, sizeof *first);
+        struct pollfd *pfd = calloc(n, sizeof *pfd);
+        unsigned alive = 0, closed_by_server = 0, reopened = 0;
+        Conn *c = calloc(n, sizeof *c);
+
+        if (!opened || !first || !pfd || !c)
+                cannot_run("out of memory");
+        raise_fd_limit(n);
+        /* connect, then the request line and part of a header */
+        for (size_t i = 0; i < n; i++)
+                first[i] = slow_open(&c[i], i, n_sources, &opened[i]);
+        /* one byte per connection per second, never the end of the headers;
+         * in between, watch for the server's close */
         while (now_usec() < end) {
-                sleep_usec(1000u * 1000u);
+                uint64_t now = now_usec();
+                int wait_ms;
+
+                if (now >= tick) {
+                        tick += 1000000u;
+                        for (size_t i = 0; i < n; i++) {
+                                if (c[i].done && reconnect) {
+                                        reopened++;
+                                        first[i] = false;
+                                        (void) slow_open(&c[i], i, n_sources, &opened[i]);
+                                }
+                                /* a failed send shows as an error in the poll below */
+                                if (!c[i].done)
+                                        (void) send_all(c[i].fd, "a", 1);
+                        }
+                }
+                for (size_t i = 0; i < n; i++) {
+                        pfd[i].fd = c[i].done ? -1 : c[i].fd;
+                        pfd[i].events = POLLIN | POLLRDHUP;
+                        pfd[i].revents = 0;
+                }
+                now = now_usec();
+                wait_ms = (int) ((tick < end ? tick : end) - (now < tick ? now : tick)) / 1000;
+                if (poll(pfd, n, wait_ms > 0 ? wait_ms : 0) <= 0)
+                        continue;
+                now = now_usec();
                 for (size_t i = 0; i < n; i++) {
                         char b;
+                        ssize_t got;
 
-                        if (c[i].done)
+                        if (c[i].done || !pfd[i].revents)
                                 continue;
-                        /* closed by the server? */
-                        if (recv(c[i].fd, &b, 1, MSG_DONTWAIT | MSG_PEEK) == 0 ||
-                            send_all(c[i].fd, "a", 1) < 0) {
-                                c[i].done = true;
-                                close(c[i].fd);
-                                closed_early++;
+                        got = recv(c[i].fd, &b, 1, MSG_DONTWAIT | MSG_PEEK);
+                        if (got > 0 || (got < 0 && errno == EAGAIN))
+                                continue; /* an answer would be a bug, but not a close */
+                        c[i].done = true;
+                        close(c[i].fd);
+                        closed_by_server++;
+                        if (first[i]) {
+                                uint64_t took = now - opened[i];
+
+                                closed_min = took < closed_min ? took : closed_min;
+                                closed_max = took > closed_max ? took : closed_max;
                         }
                 }
         }
@@ -465,9 +530,15 @@ static void scenario_slowloris(size_t n, unsigned seconds, unsigned n_sources) {
                         alive++;
                         close(c[i].fd);
                 }
-        printf("scenario=slowloris n=%zu sources=%u seconds=%u still_open=%u closed_by_server=%u\n",
-               n, n_sources, seconds, alive, closed_early);
+        printf("scenario=slowloris n=%zu sources=%u seconds=%u still_open=%u closed_by_server=%u "
+               "reopened=%u closed_min_ms=%.0f closed_max_ms=%.0f\n",
+               n, n_sources, seconds, alive, closed_by_server, reopened,
+               closed_min == UINT64_MAX ? -1.0 : (double) closed_min / 1000.0,
+               closed_min == UINT64_MAX ? -1.0 : (double) closed_max / 1000.0);
         free(c);
+        free(pfd);
+        free(first);
+        free(opened);
 }
 
 /* One request, its status. */
@@ -577,7 +648,14 @@ int main(int argc, char **argv) {
 
         (void) signal(SIGPIPE, SIG_IGN);
         setvbuf(stdout, NULL, _IOLBF, 0);
-        for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
+        for (; i < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
+                if (strcmp(argv[i], "--reconnect") == 0) {
+                        reconnect = true;
+                        i--; /* a flag, no value */
+                        continue;
+                }
+                if (i + 1 >= argc)
+                        usage();
                 if (strcmp(argv[i], "--port") == 0)
                         port = (uint16_t) atoi(argv[i + 1]);
                 else if (strcmp(argv[i], "--source") == 0)

@@ -864,6 +864,276 @@ static void test_slow_client(void **state) {
         server_stop(&s);
 }
 
+/* Reads one response with a Content-Length body from a connection that stays
+ * open. Returns 0 with *ret new, or -errno (-EAGAIN: the receive timeout,
+ * -EPIPE: closed before the end). */
+static int read_response(int fd, char **ret) {
+        StrBuf b = STRBUF_INIT(8u << 20);
+        const char *end, *cl;
+        size_t want = SIZE_MAX;
+        char buf[16384];
+        int r = 0;
+
+        while (b.len < want) {
+                ssize_t n = recv(fd, buf, sizeof buf, 0);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        r = n < 0 ? negative_errno() : -EPIPE;
+                        break;
+                }
+                assert_int_equal(strbuf_append(&b, buf, (size_t) n), 0);
+                end = strstr(strbuf_str(&b), "\r\n\r\n");
+                if (end && want == SIZE_MAX) {
+                        cl = strcasestr(strbuf_str(&b), "\r\nContent-Length: ");
+                        if (!cl || cl > end) {
+                                r = -EBADMSG;
+                                break;
+                        }
+                        want = (size_t) (end + 4 - b.data) +
+                               strtoul(cl + strlen("\r\nContent-Length: "), NULL, 10);
+                }
+        }
+        if (r < 0) {
+                strbuf_done(&b);
+                return r;
+        }
+        *ret = strbuf_steal(&b);
+        return 0;
+}
+
+typedef struct KeepRun {
+        uint16_t port;
+        int error;
+        char *first, *second;      /* two scrapes on one connection */
+        uint64_t idle_closed_usec; /* from the second answer to the server's close */
+        int idle_error;
+        Exchange close_asked; /* "Connection: close": closed after the answer */
+} KeepRun;
+
+static void keep_run(void *arg) {
+        static const char req[] = "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n";
+        KeepRun *r = arg;
+        uint64_t start;
+        char b;
+        int fd;
+
+        fd = connect_port(NULL, r->port, 5u * 1000000u);
+        if (fd < 0) {
+                r->error = fd;
+                return;
+        }
+        r->error = send_all(fd, req, strlen(req));
+        if (r->error == 0)
+                r->error = read_response(fd, &r->first);
+        if (r->error == 0)
+                r->error = send_all(fd, req, strlen(req));
+        if (r->error == 0)
+                r->error = read_response(fd, &r->second);
+        /* then nothing: the server ends the idle connection at the request deadline */
+        start = now_usec();
+        if (r->error == 0)
+                r->idle_error = recv(fd, &b, 1, 0) < 0 ? negative_errno() : 0;
+        r->idle_closed_usec = now_usec() - start;
+        (void) close(fd);
+
+        r->close_asked.request = "GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+        exchange_run(r->port, &r->close_asked);
+}
+
+/* /metrics keeps the connection for the next scrape (HTTP/1.1 keep-alive),
+ * until the request deadline passes without a request. */
+static void test_metrics_keep_alive(void **state) {
+        HttpdLimits lim = HTTPD_LIMITS_DEFAULT;
+        KeepRun run = {};
+        Server s = {};
+
+        lim.request_deadline_sec = 1;
+        lim.idle_timeout_sec = 10;
+        s.report = sample_drifted();
+        server_start(&s, &lim);
+        run.port = s.port;
+        serve_while(&s, keep_run, &run);
+
+        if (run.error != 0)
+                fail_msg("keep-alive scrapes: %s", strerror(-run.error));
+        assert_int_equal(parse_status(run.first), 200);
+        assert_int_equal(parse_status(run.second), 200);
+        assert_null(strcasestr(run.first, "\r\nConnection: close"));
+        assert_non_null(strstr(run.second, "\naicr_enroot_config_drift{file=\"enroot.conf\"} 1\n"));
+        if (run.idle_error != 0 && run.idle_error != -ECONNRESET)
+                fail_msg("idle keep-alive connection: %s", strerror(-run.idle_error));
+        if (run.idle_closed_usec < 800u * 1000u || run.idle_closed_usec > 2500u * 1000u)
+                fail_msg("idle keep-alive connection closed after %" PRIu64
+                         " ms, expected about 1000 (the request deadline)",
+                         run.idle_closed_usec / 1000u);
+        /* asked to close: answered, then closed (read_all saw the end) */
+        expect_exchange(&run.close_asked, 200, "text/plain; version=0.0.4; charset=utf-8", NULL);
+
+        free(run.first);
+        free(run.second);
+        free(run.close_asked.response);
+        server_stop(&s);
+}
+
+typedef struct TrickleRun {
+        uint16_t port;
+        int error;
+        uint64_t closed_usec; /* from the connection to the server's close */
+        unsigned bytes_sent;
+        Exchange fast;
+} TrickleRun;
+
+static void trickle_run(void *arg) {
+        static const char line[] = "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: ";
+        TrickleRun *r = arg;
+        uint64_t start = now_usec();
+        int fd;
+
+        fd = connect_port(NULL, r->port, 5u * 1000000u);
+        if (fd < 0) {
+                r->error = fd;
+                return;
+        }
+        r->error = send_all(fd, line, strlen(line));
+        /* a byte every 100 ms, well inside the idle timeout, never the end */
+        while (r->error == 0 && now_usec() - start < 6u * 1000000u) {
+                char b;
+                ssize_t n = recv(fd, &b, 1, MSG_DONTWAIT);
+
+                if (n == 0 || (n < 0 && errno == ECONNRESET))
+                        break;
+                if (send_all(fd, "a", 1) < 0)
+                        break;
+                r->bytes_sent++;
+                if (r->bytes_sent == 3) {
+                        /* meanwhile another client is served at once */
+                        r->fast.request = GET("/healthz");
+                        exchange_run(r->port, &r->fast);
+                }
+                sleep_usec(100u * 1000u);
+        }
+        r->closed_usec = now_usec() - start;
+        (void) close(fd);
+}
+
+/* A client that trickles its request, a byte well within the idle timeout,
+ * loses its connection at the request deadline. */
+static void test_request_deadline(void **state) {
+        HttpdLimits lim = HTTPD_LIMITS_DEFAULT;
+        TrickleRun run = {};
+        Server s = {};
+
+        lim.request_deadline_sec = 1;
+        lim.idle_timeout_sec = 10;
+        s.report = sample_current();
+        server_start(&s, &lim);
+        run.port = s.port;
+        serve_while(&s, trickle_run, &run);
+
+        if (run.error != 0)
+                fail_msg("trickling client: %s", strerror(-run.error));
+        expect_exchange(&run.fast, 200, NULL, "ok\n");
+        if (run.closed_usec < 900u * 1000u || run.closed_usec > 2500u * 1000u)
+                fail_msg("trickling client closed after %" PRIu64 " ms (%u bytes), expected "
+                         "about 1000 (the request deadline)",
+                         run.closed_usec / 1000u, run.bytes_sent);
+
+        free(run.fast.response);
+        server_stop(&s);
+}
+
+typedef struct EvictRun {
+        uint16_t port;
+        bool no_alias;          /* 127.0.0.2 and up cannot be bound here */
+        Exchange first, second; /* newcomers while every other slot is held */
+        uint64_t first_usec, second_usec;
+        bool closed[4]; /* which slow connection the server closed */
+} EvictRun;
+
+static void evict_run(void *arg) {
+        static const char partial[] = "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: a";
+        static const char *const sources[4] = {"127.0.0.2", "127.0.0.2", "127.0.0.3", "127.0.0.3"};
+        EvictRun *r = arg;
+        int slow[4] = {-1, -1, -1, -1};
+        uint64_t start;
+
+        /* every non-reserved slot, oldest first */
+        for (size_t i = 0; i < ELEMENTSOF(slow); i++) {
+                slow[i] = connect_port(sources[i], r->port, 5u * 1000000u);
+                if (slow[i] == -EADDRNOTAVAIL || slow[i] == -EINVAL) {
+                        r->no_alias = true;
+                        goto out;
+                }
+                if (slow[i] >= 0)
+                        (void) send_all(slow[i], partial, strlen(partial));
+                sleep_usec(50u * 1000u);
+        }
+        sleep_usec(200u * 1000u);
+
+        r->first.request = GET("/healthz");
+        r->first.source = "127.0.0.4";
+        start = now_usec();
+        exchange_run(r->port, &r->first);
+        r->first_usec = now_usec() - start;
+        r->second.request = GET("/healthz");
+        r->second.source = "127.0.0.5";
+        start = now_usec();
+        exchange_run(r->port, &r->second);
+        r->second_usec = now_usec() - start;
+        sleep_usec(200u * 1000u);
+
+        for (size_t i = 0; i < ELEMENTSOF(slow); i++) {
+                char b;
+                ssize_t n = slow[i] >= 0 ? recv(slow[i], &b, 1, MSG_DONTWAIT) : 0;
+
+                r->closed[i] = n == 0 || (n < 0 && errno == ECONNRESET);
+        }
+out:
+        for (size_t i = 0; i < ELEMENTSOF(slow); i++)
+                if (slow[i] >= 0)
+                        (void) close(slow[i]);
+}
+
+/* With every non-reserved slot held by clients that have not sent their
+ * request, a newcomer from another address takes the slot of the one that
+ * has waited longest, and is served at once. */
+static void test_eviction(void **state) {
+        HttpdLimits lim = {.max_connections = 4 + HTTPD_RESERVED_LOCAL_CONNECTIONS,
+                           .max_connections_per_ip = 2,
+                           .idle_timeout_sec = 10,
+                           .connection_memory_bytes = HTTPD_CONNECTION_MEMORY_BYTES,
+                           .request_deadline_sec = 10};
+        EvictRun run = {};
+        Server s = {};
+
+        s.report = sample_current();
+        server_start(&s, &lim);
+        run.port = s.port;
+        serve_while(&s, evict_run, &run);
+        if (run.no_alias) {
+                server_stop(&s);
+                skipped = "127.0.0.2 cannot be bound here: eviction was not tested";
+                skip();
+        }
+
+        expect_exchange(&run.first, 200, NULL, "ok\n");
+        expect_exchange(&run.second, 200, NULL, "ok\n");
+        assert_true(run.first_usec < 500u * 1000u);
+        assert_true(run.second_usec < 500u * 1000u);
+        /* the oldest gave its slot, which the second newcomer found free
+         * again after the first; the others kept theirs */
+        assert_true(run.closed[0]);
+        assert_false(run.closed[1]);
+        assert_false(run.closed[2]);
+        assert_false(run.closed[3]);
+
+        free(run.first.response);
+        free(run.second.response);
+        server_stop(&s);
+}
+
 typedef struct LimitRun {
         uint16_t port;
         bool no_alias; /* 127.0.0.2 cannot be bound here */
@@ -1360,6 +1630,9 @@ int main(void) {
                 cmocka_unit_test(test_readiness),
                 cmocka_unit_test(test_endpoints),
                 cmocka_unit_test(test_current_report),
+                cmocka_unit_test(test_metrics_keep_alive),
+                cmocka_unit_test(test_request_deadline),
+                cmocka_unit_test(test_eviction),
                 cmocka_unit_test(test_hostile_requests),
                 cmocka_unit_test(test_slow_client),
                 cmocka_unit_test(test_connection_limits),

@@ -375,6 +375,116 @@ static void test_golden(void **state) {
         }
 }
 
+static char *render_cached(MetricsCache *cache, const Report *r, uint64_t generation,
+                           const MetricsCounters *c) {
+        StrBuf b = STRBUF_INIT(METRICS_MAX_BYTES);
+
+        assert_int_equal(metrics_render_cached(&b, cache, r, generation, c), 0);
+        return strbuf_steal(&b);
+}
+
+/* The cached rendering is byte for byte metrics_render()'s, for every sample
+ * and after every change of Report; the Report's part is rendered again only
+ * when the Report changed (address, evaluated_usec or generation). */
+static void test_cache(void **state) {
+        MetricsCache cache = METRICS_CACHE_INIT;
+        _cleanup_(report_freep) Report *drifted = sample_drifted(), *current = sample_current();
+        _cleanup_free_ char *stale = NULL, *fresh = NULL;
+        MetricsCounters later = sample_counters;
+        uint64_t generation = 0;
+
+        /* every sample, each one a new Report, twice (the second from the cache) */
+        for (unsigned round = 0; round < 2; round++)
+                for (size_t i = 0; i < ELEMENTSOF(samples); i++) {
+                        _cleanup_(report_freep) Report *r = samples[i].build();
+                        _cleanup_free_ char *want = render(r, samples[i].counters);
+                        _cleanup_free_ char *got =
+                                render_cached(&cache, r, ++generation, samples[i].counters);
+                        _cleanup_free_ char *again =
+                                render_cached(&cache, r, generation, samples[i].counters);
+
+                        assert_string_equal(got, want);
+                        assert_string_equal(again, want);
+                }
+
+        /* one Report, then another: the cached part follows */
+        for (unsigned round = 0; round < 3; round++) {
+                const Report *r = round % 2 == 0 ? drifted : current;
+                _cleanup_free_ char *want = render(r, &sample_counters);
+                _cleanup_free_ char *got = render_cached(&cache, r, generation, &sample_counters);
+
+                assert_string_equal(got, want);
+        }
+
+        /* the counters are rendered per call, never cached */
+        later.evaluations[TRIGGER_INOTIFY]++;
+        later.process.open_fds = 12;
+        {
+                _cleanup_free_ char *want = render(drifted, &later);
+                _cleanup_free_ char *got = render_cached(&cache, drifted, generation, &later);
+
+                assert_string_equal(got, want);
+                assert_non_null(strstr(got, "\nprocess_open_fds 12\n"));
+        }
+
+        /* a new Report at the same address (a freed one's memory reused):
+         * told apart by its evaluation time, or by the caller's generation */
+        stale = render(drifted, &sample_counters);
+        drifted->files[0].state = FILE_CURRENT;
+        drifted->pod = report_pod_state(drifted);
+        {
+                /* same address, time and generation: the cache is used (proof that it is) */
+                _cleanup_free_ char *got =
+                        render_cached(&cache, drifted, generation, &sample_counters);
+
+                assert_string_equal(got, stale);
+        }
+        fresh = render(drifted, &sample_counters);
+        assert_string_not_equal(fresh, stale);
+        {
+                _cleanup_free_ char *got =
+                        render_cached(&cache, drifted, generation + 1, &sample_counters);
+
+                assert_string_equal(got, fresh);
+                assert_non_null(strstr(got, "\naicr_enroot_config_current 1\n"));
+        }
+        drifted->files[1].state = FILE_MISSING;
+        drifted->pod = report_pod_state(drifted);
+        drifted->evaluated_usec += 1000000u;
+        {
+                _cleanup_free_ char *want = render(drifted, &sample_counters);
+                _cleanup_free_ char *got =
+                        render_cached(&cache, drifted, generation + 1, &sample_counters);
+
+                assert_string_equal(got, want);
+                assert_non_null(strstr(got, "\naicr_enroot_config_current 0\n"));
+        }
+
+        /* out's cap crossed: an error, and the next call is whole again */
+        {
+                StrBuf small = STRBUF_INIT(100);
+                _cleanup_free_ char *want = render(current, &sample_counters);
+                _cleanup_free_ char *got = NULL;
+
+                assert_int_equal(metrics_render_cached(&small, &cache, current, generation + 2,
+                                                       &sample_counters),
+                                 -ENOBUFS);
+                strbuf_done(&small);
+                got = render_cached(&cache, current, generation + 2, &sample_counters);
+                assert_string_equal(got, want);
+        }
+
+        /* no Report yet, no counters */
+        {
+                _cleanup_free_ char *want = render(NULL, NULL);
+                _cleanup_free_ char *got = render_cached(&cache, NULL, generation + 3, NULL);
+
+                assert_string_equal(got, want);
+        }
+        metrics_cache_done(&cache);
+        metrics_cache_done(&cache); /* twice is fine */
+}
+
 static void test_promtool(void **state) {
         for (size_t i = 0; i < ELEMENTSOF(samples); i++) {
                 _cleanup_(report_freep) Report *r = samples[i].build();
@@ -673,6 +783,7 @@ static void test_process_stats(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_golden),
+                cmocka_unit_test(test_cache),
                 cmocka_unit_test(test_names),
                 cmocka_unit_test(test_current_gauge),
                 cmocka_unit_test(test_hostile_labels),
