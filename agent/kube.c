@@ -174,11 +174,25 @@ static size_t on_curl_header(char *data, size_t size, size_t n, void *userdata) 
         return len;
 }
 
+/* A stream's lines are events only in a 2xx answer: an error answer (a watch
+ * refused with 403, 410 or 500) is one Status object, which goes to on_done
+ * as the body of any other call does. */
+static bool streams_lines(KubeCall *call) {
+        long status = 0;
+
+        if (!call->on_line)
+                return false;
+        (void) curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &status);
+        return status >= 200 && status < 300;
+}
+
 /* Delivers the complete lines of a stream; the call may be cancelled meanwhile. */
 static void deliver_lines(KubeCall *call) {
         KubeClient *c = call->client;
 
-        while (call->on_line && !call->cancelled) {
+        if (!streams_lines(call))
+                return;
+        while (!call->cancelled) {
                 const char *start = strbuf_str(&call->body) + call->line_start;
                 const char *nl = memchr(start, '\n', call->body.len - call->line_start);
                 size_t len;
@@ -257,8 +271,8 @@ static void call_finish(KubeCall *call, CURLcode result) {
         count(c, call->verb, r.error < 0 && r.status == 0 ? 0 : r.status);
         if (r.error == 0 && r.status >= 200 && r.status < 300)
                 c->stats.last_success_usec = now_usec(CLOCK_REALTIME);
-        r.body = call->on_line ? "" : strbuf_str(&call->body);
-        r.body_len = call->on_line ? 0 : call->body.len;
+        r.body = streams_lines(call) ? "" : strbuf_str(&call->body);
+        r.body_len = streams_lines(call) ? 0 : call->body.len;
         r.retry_after = call->retry_after;
 
         call_unlink(call);
@@ -278,9 +292,9 @@ static void dispatch(KubeClient *c) {
         for (bool again = true; again;) {
                 again = false;
                 for (KubeCall *call = c->calls; call; call = call->next) {
-                        bool pending =
-                                call->on_line && memchr(strbuf_str(&call->body) + call->line_start,
-                                                        '\n', call->body.len - call->line_start);
+                        bool pending = streams_lines(call) &&
+                                       memchr(strbuf_str(&call->body) + call->line_start, '\n',
+                                              call->body.len - call->line_start);
                         if (!pending)
                                 continue;
                         deliver_lines(call);

@@ -39,6 +39,7 @@ struct PodSync {
         bool have_want;
         Condition rejected; /* refused with 409/422: not sent again until want changes */
         bool have_rejected;
+        Condition sent; /* what the patch in flight asks for: want may move on meanwhile */
 
         ConditionStatus announced; /* the status of the last Event, when have_announced */
         bool have_announced;
@@ -479,6 +480,17 @@ static void on_watch_done(KubeClient *c, const KubeResponse *r, void *userdata) 
                 schedule(s, CHANNEL_POD, delay);
                 return;
         }
+        if (r->status == 410) {
+                /* 410 Gone before the stream starts: the resourceVersion is too
+                 * old to watch from, as the in-stream ERROR event says it; only
+                 * reading the pod again gives a newer one (client-go relists too). */
+                log_debug("Kubernetes API: watch resourceVersion expired (410 Gone); reading "
+                          "the pod again.");
+                s->relist = true;
+                schedule(s, CHANNEL_POD,
+                         lasted >= PODSYNC_BACKOFF_BASE_USEC ? 0 : backoff(&s->retry[CHANNEL_POD]));
+                return;
+        }
         switch (classify(s, CHANNEL_POD, KUBE_VERB_WATCH, "watching the pod", r, &delay)) {
         case OUTCOME_GONE:
                 /* A watch's 404 is about the namespace; read the pod to be sure. */
@@ -566,11 +578,13 @@ static void on_patch_done(KubeClient *c, const KubeResponse *r, void *userdata) 
                                          : "was replaced (the UID precondition failed)");
                 return;
         case OUTCOME_REFUSE:
+                /* The refused condition is the one sent: a newer want was never
+                 * asked for, and goes out now. */
                 condition_done(&s->rejected);
-                s->rejected = (Condition){.status = s->want.status,
-                                          .reason = s->want.reason,
-                                          .message = strdup(s->want.message)};
+                s->rejected = s->sent;
+                s->sent = (Condition){};
                 s->have_rejected = s->rejected.message != NULL;
+                maybe_patch(s);
                 return;
         case OUTCOME_RETRY:
                 schedule(s, CHANNEL_PATCH, delay);
@@ -608,7 +622,12 @@ static void start_patch(PodSync *s) {
         if (r < 0) {
                 log_error_errno(r, "Cannot start a request to the Kubernetes API: %m");
                 schedule(s, CHANNEL_PATCH, backoff(&s->retry[CHANNEL_PATCH]));
+                return;
         }
+        condition_done(&s->sent);
+        s->sent = (Condition){.status = s->want.status,
+                              .reason = s->want.reason,
+                              .message = strdup(s->want.message)};
 }
 
 static void maybe_patch(PodSync *s) {
@@ -817,6 +836,7 @@ PodSync *podsync_free(PodSync *s) {
         kube_pod_done(&s->pod);
         condition_done(&s->want);
         condition_done(&s->rejected);
+        condition_done(&s->sent);
         free(s->name);
         free(s->namespace);
         free(s->uid);

@@ -43,7 +43,8 @@ typedef struct KubeResponse {
         long status;              /* HTTP status; 0 when the request failed in transport */
         int error;                /* 0, or -errno for a transport failure (-ETIMEDOUT, ...) */
         const char *error_detail; /* libcurl's explanation of a transport failure, or "" */
-        const char *body;         /* the body (NUL-terminated), "" for a streaming call */
+        const char *body;         /* the body (NUL-terminated); for a streaming call ""
+                                   * unless the answer was not 2xx (its Status object) */
         size_t body_len;
         const char *retry_after; /* the Retry-After header, or NULL */
 } KubeResponse;
@@ -63,7 +64,8 @@ typedef struct KubeRequest {
         const char *body;         /* NULL for none; copied */
         const char *content_type; /* of body */
         uint64_t timeout_usec;    /* whole request; 0: no limit (a watch) */
-        kube_line_t on_line;      /* non-NULL: stream, lines go here, not into the body */
+        kube_line_t on_line;      /* non-NULL: stream, lines of a 2xx answer go here, not
+                                   * into the body */
         kube_done_t on_done;
         void *userdata;
 } KubeRequest;

@@ -6,7 +6,7 @@
  *
  *   flip-bench latency --dir DIR --count N --vary KEY --key KEY=FILE...
  *                      [--gap-ms MS] [--warmup N] [--inotifywait PATH]
- *                      [--raw FILE] -- AGENT ARG...
+ *                      [--raw FILE] [--apiserver FILE] -- AGENT ARG...
  *       Starts AGENT ARG... (which must listen on 127.0.0.1:0 and log the
  *       "Serving ... on 127.0.0.1:PORT." line to stderr) and, unless PATH is
  *       empty, "PATH -m" on DIR: the peer. Then, N times, one update exactly as
@@ -26,15 +26,30 @@
  *         log          the agent's log line naming BENCH_<i>, read from its
  *                      stderr pipe by a blocked thread (written just before
  *                      the new state is published: a lower bound)
+ *         apiserver    with --apiserver FILE (tests/tools/fake-apiserver's
+ *                      --arrivals file, the agent started with --kube on):
+ *                      the arrival of the agent's status PATCH whose body
+ *                      names BENCH_<i> (the condition's message names the
+ *                      drifted key, so every update changes the condition
+ *                      and asks for one PATCH). The time is the fake's own
+ *                      CLOCK_MONOTONIC stamp for the request's last byte,
+ *                      written in the line; a thread follows the file with
+ *                      inotify only to learn it.
  *       Prints one line per measure: NAME n=.. p50_us=.. p99_us=.. max_us=..
  *       and the client's request cycle. --raw FILE: every sample, one line per
  *       update. Exits 0, 1 when an update was not seen within 5 s, 2 on a
  *       usage error.
  *
  *   flip-bench updates --dir DIR --count N --vary KEY --key KEY=FILE...
- *                      --port PORT
+ *                      --port PORT [--first I] [--alternate] [--pause-ms MS]
  *       N updates against an agent already running on 127.0.0.1:PORT, each
  *       one waited for in /metrics (so each is evaluated). Prints the time.
+ *       Updates are numbered from I (default 1). --alternate: odd updates
+ *       add the BENCH_<i> line (drifted from a running side that holds the
+ *       --key files), even ones publish the files unchanged (current again),
+ *       so the pod condition's status flips at every update; an even update
+ *       counts as seen when /metrics no longer names BENCH_<i-1>. --pause-ms:
+ *       a pause after each update (default 0).
  *
  *   flip-bench scrape --port PORT --count N [--threads T]
  *       N GET /metrics of 127.0.0.1:PORT, from T threads (default 4), one
@@ -65,6 +80,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -96,8 +113,11 @@ static void usage_error(const char *what) {
         fprintf(stderr,
                 "%s: %s\n"
                 "usage: %s latency --dir DIR --count N --vary KEY --key KEY=FILE... [--gap-ms MS]\n"
-                "                  [--warmup N] [--inotifywait PATH] [--raw FILE] -- AGENT ARG...\n"
+                "                  [--warmup N] [--inotifywait PATH] [--raw FILE] [--apiserver "
+                "FILE]\n"
+                "                  -- AGENT ARG...\n"
                 "       %s updates --dir DIR --count N --vary KEY --key KEY=FILE... --port PORT\n"
+                "                  [--first I] [--alternate] [--pause-ms MS]\n"
                 "       %s scrape --port PORT --count N [--threads T]\n"
                 "       %s textfile --file PATH --count N --port PORT\n",
                 prog, what, prog, prog, prog, prog);
@@ -199,11 +219,11 @@ static ssize_t http_get(uint16_t port, const char *path, char *buf, size_t cap) 
  * The atomic writer, as kubernetes pkg/volume/util/atomic_writer.go does it. */
 
 typedef struct Payload {
-        const char *key[MAX_KEYS];
+        char *key[MAX_KEYS];
         char *data[MAX_KEYS];
         size_t len[MAX_KEYS];
         size_t n;
-        int vary; /* index of the key that gets the BENCH_<i> line */
+        int vary; /* index of the key that gets the BENCH_<i> line, -1: none */
 } Payload;
 
 static void payload_add(Payload *p, const char *arg) {
@@ -220,6 +240,14 @@ static void payload_add(Payload *p, const char *arg) {
         p->key[p->n] = key;
         p->data[p->n] = read_file(eq + 1, &p->len[p->n]);
         p->n++;
+}
+
+static void payload_done(Payload *p) {
+        for (size_t k = 0; k < p->n; k++) {
+                free(p->key[k]);
+                free(p->data[k]);
+        }
+        p->n = 0;
 }
 
 typedef struct Writer {
@@ -243,7 +271,9 @@ static void writer_init(Writer *w, const char *dir) {
         w->current[n] = '\0';
 }
 
-/* Steps 5 to 8: the new version directory with every key, and ..data_tmp. */
+/* Steps 5 to 8: the new version directory with every key, and ..data_tmp.
+ * Update i > 0 adds "BENCH_<i>=1" to the varying key; 0 publishes the keys
+ * as given. */
 static void writer_prepare(Writer *w, const Payload *p, unsigned i, char ret_name[NAME_MAX + 1]) {
         char extra[64];
         struct tm tm;
@@ -268,7 +298,7 @@ static void writer_prepare(Writer *w, const Payload *p, unsigned i, char ret_nam
                 if (fd < 0)
                         die("create \"%s\": %s", p->key[k], strerror(errno));
                 write_all_fd(fd, p->data[k], p->len[k], p->key[k]);
-                if ((int) k == p->vary)
+                if ((int) k == p->vary && i > 0)
                         write_all_fd(fd, extra, (size_t) n_extra, p->key[k]);
                 (void) fchmod(fd, 0644);
                 close(fd);
@@ -316,11 +346,14 @@ static void writer_finish(Writer *w, const Payload *p, const char *name) {
 typedef struct Observed {
         pthread_mutex_t lock;
         pthread_cond_t cond;
-        unsigned gen;       /* the update being watched; 0: none */
-        uint64_t t_inotify; /* when the peer printed the flip, 0 until then */
-        uint64_t t_log;     /* when the agent logged BENCH_<gen> */
-        uint64_t t_metrics; /* when /metrics showed it */
-        unsigned requests;  /* GET /metrics made for this update */
+        unsigned gen;         /* the update being watched; 0: none */
+        uint64_t t_inotify;   /* when the peer printed the flip, 0 until then */
+        uint64_t t_log;       /* when the agent logged BENCH_<gen> */
+        uint64_t t_metrics;   /* when /metrics showed it */
+        uint64_t t_apiserver; /* when the PATCH naming it reached the fake */
+        unsigned patches;     /* PATCHes naming BENCH_<gen> */
+        unsigned long patches_total;
+        unsigned requests; /* GET /metrics made for this update */
         uint64_t request_usec_total;
         bool stop;
         uint16_t port;     /* 0 until the agent said where it listens */
@@ -416,6 +449,86 @@ static void on_log_line(const char *line, uint64_t t) {
                 obs.t_log = t;
         pthread_cond_broadcast(&obs.cond);
         pthread_mutex_unlock(&obs.lock);
+}
+
+/* A line of the fake API server's --arrivals file:
+ * "USEC METHOD PATH FAULT BODY". */
+static void on_arrival_line(const char *line, uint64_t t) {
+        char method[16];
+        uint64_t usec;
+        int body_at = 0;
+
+        (void) t; /* the fake's own stamp is the arrival */
+        if (sscanf(line, "%" SCNu64 " %15s %*s %*s %n", &usec, method, &body_at) < 2 ||
+            body_at == 0 || strcmp(method, "PATCH") != 0)
+                return;
+        pthread_mutex_lock(&obs.lock);
+        obs.patches_total++;
+        if (obs.gen != 0 && names_gen(line + body_at, obs.gen)) {
+                obs.patches++;
+                if (obs.t_apiserver == 0)
+                        obs.t_apiserver = usec;
+        }
+        pthread_cond_broadcast(&obs.cond);
+        pthread_mutex_unlock(&obs.lock);
+}
+
+/* Follows a file another process appends to, line by line, until obs.stop:
+ * inotify says when it grew (checked every 100 ms besides, for the stop). */
+static const char *follow_path;
+static void *follow_run(void *arg) {
+        const char *path = follow_path;
+        char *buf = malloc(MAX_BODY);
+        size_t have = 0;
+        int fd, ifd;
+
+        (void) arg;
+        if (!buf)
+                die("out of memory");
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        if (fd < 0 || ifd < 0 || inotify_add_watch(ifd, path, IN_MODIFY) < 0)
+                die("cannot follow \"%s\": %s", path, strerror(errno));
+        for (;;) {
+                ssize_t n = read(fd, buf + have, MAX_BODY - 1 - have);
+                char *start, *nl;
+                bool stop;
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        die("cannot read \"%s\": %s", path, strerror(errno));
+                if (n == 0) {
+                        struct pollfd pfd = {.fd = ifd, .events = POLLIN};
+                        char ev[4096];
+
+                        pthread_mutex_lock(&obs.lock);
+                        stop = obs.stop;
+                        pthread_mutex_unlock(&obs.lock);
+                        if (stop)
+                                break;
+                        if (poll(&pfd, 1, 100) > 0)
+                                while (read(ifd, ev, sizeof ev) > 0)
+                                        ;
+                        continue;
+                }
+                have += (size_t) n;
+                buf[have] = '\0';
+                start = buf;
+                while ((nl = strchr(start, '\n'))) {
+                        *nl = '\0';
+                        on_arrival_line(start, 0);
+                        start = nl + 1;
+                }
+                have -= (size_t) (start - buf);
+                memmove(buf, start, have);
+                if (have == MAX_BODY - 1)
+                        have = 0; /* an endless line: drop it */
+        }
+        close(ifd);
+        close(fd);
+        free(buf);
+        return NULL;
 }
 
 /* Asks /metrics from the moment an update is armed until it shows it. */
@@ -535,8 +648,9 @@ static void print_stats(const char *name, uint64_t *v, size_t n) {
  * Modes */
 
 typedef struct Args {
-        const char *mode, *dir, *inotifywait, *raw, *vary, *file;
-        unsigned long count, gap_ms, warmup, threads;
+        const char *mode, *dir, *inotifywait, *raw, *vary, *file, *apiserver;
+        unsigned long count, gap_ms, warmup, threads, first, pause_ms;
+        bool alternate;
         uint16_t port;
         Payload payload;
         char **agent_argv;
@@ -554,7 +668,7 @@ static unsigned long parse_ulong(const char *opt, const char *s) {
 }
 
 static void parse_args(int argc, char **argv, Args *a) {
-        *a = (Args){.gap_ms = 30, .warmup = 20, .threads = 4, .inotifywait = ""};
+        *a = (Args){.gap_ms = 30, .warmup = 20, .threads = 4, .inotifywait = "", .first = 1};
         if (argc < 2)
                 usage_error("no mode");
         a->mode = argv[1];
@@ -565,6 +679,10 @@ static void parse_args(int argc, char **argv, Args *a) {
                 if (strcmp(o, "--") == 0) {
                         a->agent_argv = argv + i + 1;
                         break;
+                }
+                if (strcmp(o, "--alternate") == 0) {
+                        a->alternate = true;
+                        continue;
                 }
                 if (!v)
                         usage_error(o);
@@ -580,6 +698,12 @@ static void parse_args(int argc, char **argv, Args *a) {
                         a->inotifywait = v;
                 else if (strcmp(o, "--raw") == 0)
                         a->raw = v;
+                else if (strcmp(o, "--apiserver") == 0)
+                        a->apiserver = v;
+                else if (strcmp(o, "--first") == 0)
+                        a->first = parse_ulong(o, v);
+                else if (strcmp(o, "--pause-ms") == 0)
+                        a->pause_ms = parse_ulong(o, v);
                 else if (strcmp(o, "--vary") == 0)
                         a->vary = v;
                 else if (strcmp(o, "--key") == 0)
@@ -629,16 +753,18 @@ static bool have_port(void) {
 static bool have_inotify(void) {
         return obs.inotify_ready != 0;
 }
-static bool with_peer;
+static bool with_peer, with_apiserver;
 static bool all_seen(void) {
-        return obs.t_metrics != 0 && obs.t_log != 0 && (!with_peer || obs.t_inotify != 0);
+        return obs.t_metrics != 0 && obs.t_log != 0 && (!with_peer || obs.t_inotify != 0) &&
+               (!with_apiserver || obs.t_apiserver != 0);
 }
 
 static int run_latency(Args *a) {
         Reader agent_reader = {.fn = on_log_line}, peer_reader = {.fn = on_inotify_line};
-        pthread_t agent_thread, peer_thread, spinner;
-        uint64_t *s_inotify, *s_metrics, *s_log, *s_cycle;
-        size_t n_inotify = 0, n_metrics = 0, n_log = 0, n_cycle = 0;
+        pthread_t agent_thread, peer_thread, spinner, follower;
+        uint64_t *s_inotify, *s_metrics, *s_log, *s_cycle, *s_apiserver;
+        size_t n_inotify = 0, n_metrics = 0, n_log = 0, n_cycle = 0, n_apiserver = 0;
+        unsigned long total_patches = 0, max_patches = 0, patches_before = 0;
         pid_t agent_pid, peer_pid = 0;
         unsigned long total_requests = 0;
         FILE *raw = NULL;
@@ -649,17 +775,21 @@ static int run_latency(Args *a) {
                 usage_error("latency needs --dir, --vary KEY (one of the --key), -- AGENT ARG...");
         writer_init(&w, a->dir);
         with_peer = a->inotifywait[0] != '\0';
+        with_apiserver = a->apiserver != NULL;
+        follow_path = a->apiserver;
         if (a->raw) {
                 raw = fopen(a->raw, "we");
                 if (!raw)
                         die("cannot write \"%s\": %s", a->raw, strerror(errno));
-                fprintf(raw, "# update inotifywait_us metrics_us log_us requests\n");
+                fprintf(raw, "# update inotifywait_us metrics_us log_us requests apiserver_us "
+                             "patches\n");
         }
         s_inotify = calloc(a->count, sizeof *s_inotify);
         s_metrics = calloc(a->count, sizeof *s_metrics);
         s_log = calloc(a->count, sizeof *s_log);
         s_cycle = calloc(a->count, sizeof *s_cycle);
-        if (!s_inotify || !s_metrics || !s_log || !s_cycle)
+        s_apiserver = calloc(a->count, sizeof *s_apiserver);
+        if (!s_inotify || !s_metrics || !s_log || !s_cycle || !s_apiserver)
                 die("out of memory");
 
         if (with_peer) {
@@ -675,10 +805,14 @@ static int run_latency(Args *a) {
 
                 /* events on stdout, "Watches established." on stderr */
                 peer_pid = spawn_piped(peer_argv, true, &peer_reader.fd);
+                free(peer_argv[0]);
+                free(peer_argv[4]);
                 pthread_create(&peer_thread, NULL, reader_run, &peer_reader);
         }
         agent_pid = spawn_piped(a->agent_argv, false, &agent_reader.fd);
         pthread_create(&agent_thread, NULL, reader_run, &agent_reader);
+        if (with_apiserver)
+                pthread_create(&follower, NULL, follow_run, NULL);
 
         pthread_mutex_lock(&obs.lock);
         if (!wait_locked(have_port, 10u * 1000u * 1000u)) {
@@ -716,8 +850,10 @@ static int run_latency(Args *a) {
                 writer_prepare(&w, &a->payload, (unsigned) i, name);
                 pthread_mutex_lock(&obs.lock);
                 obs.gen = (unsigned) i;
-                obs.t_inotify = obs.t_log = obs.t_metrics = 0;
+                obs.t_inotify = obs.t_log = obs.t_metrics = obs.t_apiserver = 0;
                 obs.requests = 0;
+                obs.patches = 0;
+                patches_before = obs.patches_total;
                 obs.request_usec_total = 0;
                 t0 = now_usec();
                 writer_flip(&w);
@@ -730,15 +866,19 @@ static int run_latency(Args *a) {
                 if (!ok) {
                         fprintf(stderr,
                                 "%s: update %lu not seen within 5 s (inotifywait %s, metrics %s, "
-                                "log %s)\n",
+                                "log %s, apiserver %s)\n",
                                 prog, i, obs.t_inotify ? "yes" : "no", obs.t_metrics ? "yes" : "no",
-                                obs.t_log ? "yes" : "no");
+                                obs.t_log ? "yes" : "no",
+                                !with_apiserver   ? "not asked"
+                                : obs.t_apiserver ? "yes"
+                                                  : "no");
                         rc = 1;
                 }
                 if (i > a->warmup) {
                         uint64_t di = obs.t_inotify ? obs.t_inotify - t0 : 0;
                         uint64_t dm = obs.t_metrics ? obs.t_metrics - t0 : 0;
                         uint64_t dl = obs.t_log ? obs.t_log - t0 : 0;
+                        uint64_t da = obs.t_apiserver > t0 ? obs.t_apiserver - t0 : 0;
 
                         if (obs.t_inotify)
                                 s_inotify[n_inotify++] = di;
@@ -746,18 +886,34 @@ static int run_latency(Args *a) {
                                 s_metrics[n_metrics++] = dm;
                         if (obs.t_log)
                                 s_log[n_log++] = dl;
+                        if (obs.t_apiserver)
+                                s_apiserver[n_apiserver++] = da;
                         if (obs.requests > 0)
                                 s_cycle[n_cycle++] = obs.request_usec_total / obs.requests;
                         total_requests += obs.requests;
                         if (raw)
-                                fprintf(raw, "%lu %" PRIu64 " %" PRIu64 " %" PRIu64 " %u\n",
-                                        i - a->warmup, di, dm, dl, obs.requests);
+                                fprintf(raw,
+                                        "%lu %" PRIu64 " %" PRIu64 " %" PRIu64 " %u %" PRIu64
+                                        " %u\n",
+                                        i - a->warmup, di, dm, dl, obs.requests, da, obs.patches);
                 }
                 /* the spinner moves on only when gen changes: park it */
                 pthread_mutex_unlock(&obs.lock);
                 if (!ok)
                         break;
                 sleep_usec(a->gap_ms * 1000u);
+                if (with_apiserver && i > a->warmup) {
+                        /* PATCHes of this update, late ones included: the gap
+                         * is over, the next update has not started */
+                        unsigned long p;
+
+                        pthread_mutex_lock(&obs.lock);
+                        p = obs.patches_total - patches_before;
+                        pthread_mutex_unlock(&obs.lock);
+                        total_patches += p;
+                        if (p > max_patches)
+                                max_patches = p;
+                }
         }
 
         pthread_mutex_lock(&obs.lock);
@@ -770,6 +926,8 @@ static int run_latency(Args *a) {
         pthread_join(agent_thread, NULL);
         if (with_peer)
                 pthread_join(peer_thread, NULL);
+        if (with_apiserver)
+                pthread_join(follower, NULL);
         if (raw)
                 fclose(raw);
 
@@ -778,6 +936,11 @@ static int run_latency(Args *a) {
                 print_stats("inotifywait", s_inotify, n_inotify);
         print_stats("metrics", s_metrics, n_metrics);
         print_stats("log", s_log, n_log);
+        if (with_apiserver) {
+                print_stats("apiserver", s_apiserver, n_apiserver);
+                printf("patches_per_update mean=%.2f max=%lu\n",
+                       n_apiserver ? (double) total_patches / (double) a->count : 0.0, max_patches);
+        }
         print_stats("request_cycle", s_cycle, n_cycle);
         printf("requests_per_update mean=%.1f\n",
                n_metrics ? (double) total_requests / (double) n_metrics : 0.0);
@@ -785,6 +948,7 @@ static int run_latency(Args *a) {
         free(s_metrics);
         free(s_log);
         free(s_cycle);
+        free(s_apiserver);
         return rc;
 }
 
@@ -799,24 +963,31 @@ static int run_updates(Args *a) {
         if (!body)
                 die("out of memory");
         writer_init(&w, a->dir);
-        for (unsigned long i = 1; i <= a->count; i++) {
+        /* version names stay unique across runs that go on with --first */
+        w.seq = (unsigned) a->first;
+        for (unsigned long i = a->first; i < a->first + a->count; i++) {
+                /* --alternate: even updates undo the previous one */
+                bool undo = a->alternate && i % 2 == 0;
                 char name[NAME_MAX + 1], needle[48];
                 uint64_t deadline;
 
-                writer_prepare(&w, &a->payload, (unsigned) i, name);
+                writer_prepare(&w, &a->payload, undo ? 0 : (unsigned) i, name);
                 writer_flip(&w);
                 writer_finish(&w, &a->payload, name);
-                (void) snprintf(needle, sizeof needle, "key=\"BENCH_%lu\"", i);
+                (void) snprintf(needle, sizeof needle, "key=\"BENCH_%lu\"", undo ? i - 1 : i);
                 deadline = now_usec() + SEEN_TIMEOUT_USEC;
                 for (;;) {
                         ssize_t n = http_get(a->port, "/metrics", body, MAX_BODY);
+                        bool ok = n > 0 && strncmp(body, "HTTP/1.1 200 ", 13) == 0;
 
                         requests++;
-                        if (n > 0 && strstr(body, needle))
+                        if (ok && (strstr(body, needle) != NULL) != undo)
                                 break;
                         if (now_usec() > deadline)
                                 die("update %lu not seen in /metrics within 5 s", i);
                 }
+                if (a->pause_ms > 0)
+                        sleep_usec(a->pause_ms * 1000u);
         }
         printf("updates n=%lu seconds=%.3f requests=%lu\n", a->count,
                (double) (now_usec() - start) / 1e6, requests);
@@ -902,18 +1073,23 @@ static int run_scrape(Args *a) {
 }
 
 int main(int argc, char **argv) {
+        int rc;
         Args a;
 
         (void) signal(SIGPIPE, SIG_IGN);
         setvbuf(stdout, NULL, _IOLBF, 0);
         parse_args(argc, argv, &a);
         if (strcmp(a.mode, "latency") == 0)
-                return run_latency(&a);
-        if (strcmp(a.mode, "updates") == 0)
-                return run_updates(&a);
-        if (strcmp(a.mode, "textfile") == 0)
-                return run_textfile(&a);
-        if (strcmp(a.mode, "scrape") == 0)
-                return run_scrape(&a);
-        usage_error("unknown mode");
+                rc = run_latency(&a);
+        else if (strcmp(a.mode, "updates") == 0)
+                rc = run_updates(&a);
+        else if (strcmp(a.mode, "textfile") == 0)
+                rc = run_textfile(&a);
+        else if (strcmp(a.mode, "scrape") == 0)
+                rc = run_scrape(&a);
+        else
+                usage_error("unknown mode");
+        /* a sanitized build checks for leaks at exit */
+        payload_done(&a.payload);
+        return rc;
 }

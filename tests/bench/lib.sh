@@ -68,7 +68,7 @@ kv() { sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" <<<" $2"; }
 smaps() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/smaps_rollup"; }
 
 # cpu_ns PID: CPU time of every thread of PID, in ns (schedstat: run time)
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d\n", s }'; }
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 
 # switches PID: context switches of every thread (voluntary + involuntary):
 # each one is a wake-up or a preemption
@@ -164,4 +164,58 @@ free_port() {
 stop_pid() {
         kill "$1" 2>/dev/null || true
         wait "$1" 2>/dev/null || true
+}
+
+# shellcheck disable=SC2034 # set here, used by the benchmarks that source this
+FAKE_PID=
+API=
+CTL=
+KUBE_ARGS=()
+KUBE_NS=bench
+KUBE_POD=worker-0
+KUBE_UID=5d1c7a2e-0b6f-4f3e-9c1a-7e2b9d4c8a01
+# have_fake_apiserver: tests/tools/fake-apiserver is built and openssl (for
+# its throwaway CA) is installed
+have_fake_apiserver() {
+        [ -n "${FAKE_APISERVER:-}" ] && [ -x "$FAKE_APISERVER" ] && command -v openssl >/dev/null
+}
+# start_fake_apiserver DIR [ARG...]: the fake API server over TLS with a
+# throwaway CA and one pod, its request arrivals in DIR/arrivals (see
+# tests/tools/fake-apiserver.c); sets FAKE_PID, API (https://127.0.0.1:PORT),
+# CTL (its control port) and KUBE_ARGS (the agent's --kube on options: the
+# serviceaccount directory DIR/sa, the pod's name and UID).
+start_fake_apiserver() {
+        local dir=$1
+        shift
+        mkdir -p "$dir/sa"
+        bash "$TOP_SRCDIR/tests/tools/make-test-ca.sh" "$dir/pki" >/dev/null ||
+                { say "make-test-ca.sh failed" >&2; exit 1; }
+        cp "$dir/pki/ca.crt" "$dir/sa/ca.crt"
+        echo "$KUBE_NS" >"$dir/sa/namespace"
+        printf 'bench-token' >"$dir/sa/token"
+        printf 'bench-token' >"$dir/server-token"
+        cat >"$dir/pods.json" <<EOP
+{"items": [{"metadata": {"name": "$KUBE_POD", "namespace": "$KUBE_NS", "uid": "$KUBE_UID",
+                         "resourceVersion": "100"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]}
+EOP
+        "$FAKE_APISERVER" --pods "$dir/pods.json" --token-file "$dir/server-token" \
+                --tls-cert "$dir/pki/server.crt" --tls-key "$dir/pki/server.key" \
+                --port 0 --control-port 0 --arrivals "$dir/arrivals" "$@" \
+                >"$dir/fake.out" 2>"$dir/fake.err" &
+        FAKE_PID=$!
+        BENCH_PIDS+=("$FAKE_PID")
+        for _ in $(seq 1 200); do
+                grep -q '^control on' "$dir/fake.out" 2>/dev/null && break
+                kill -0 "$FAKE_PID" 2>/dev/null || break
+                sleep 0.05
+        done
+        grep -q '^control on' "$dir/fake.out" ||
+                { cat "$dir/fake.err" >&2; say "the fake API server did not start" >&2; exit 1; }
+        API=$(sed -n 's/^listening on //p' "$dir/fake.out")
+        # shellcheck disable=SC2034 # for the benchmarks that source this
+        CTL=$(sed -n 's/^control on //p' "$dir/fake.out")
+        # shellcheck disable=SC2034
+        KUBE_ARGS=(--kube on --kube-api "$API" --serviceaccount-dir "$dir/sa"
+                --pod-name "$KUBE_POD" --pod-namespace "$KUBE_NS" --pod-uid "$KUBE_UID")
 }

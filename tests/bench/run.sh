@@ -6,17 +6,20 @@
 # method and keeps the last results).
 #
 # Usage: run.sh [--quick] [BENCH...]
-#   BENCH    latency, scrape, footprint, check, scale (default: all, in that order)
+#   BENCH    latency, scrape, footprint, check, scale, soak (default: all, in
+#            that order)
 #   --quick  short counts for development (200 updates instead of 1,000,
 #            20,000 scrapes instead of 1,000,000, ...); the figures are then
 #            rougher and the footprint's growth check less telling
 # Environment: AGENT (default ./aicr-enroot-agent), FLIP_BENCH (default
-# tests/bench/flip-bench beside AGENT), BENCH_OUT (where raw figures and
+# tests/bench/flip-bench beside AGENT), FAKE_APISERVER (default
+# tests/tools/fake-apiserver beside AGENT), BENCH_OUT (where raw figures and
 # summary.txt go; default a new temporary directory, printed), and the
 # per-benchmark counts named in each script's header (BENCH_UPDATES,
 # BENCH_SECONDS, BENCH_CONNECTIONS, BENCH_UPDATE_COUNT, BENCH_SCRAPES,
-# BENCH_IDLE_SECONDS). `make bench` builds the helper and runs this with the
-# built binary; `make bench BENCH_ARGS=--quick` passes options.
+# BENCH_IDLE_SECONDS, SOAK_UPDATES, SOAK_SEED, SOAK_VALGRIND). `make bench`
+# builds the helpers and runs this with the built binary;
+# `make bench BENCH_ARGS=--quick` passes options.
 # Exits 0 when every benchmark ran (missed targets are reported, not
 # failures), 1 when one failed to run.
 set -euo pipefail
@@ -27,13 +30,13 @@ TOP_SRCDIR=${TOP_SRCDIR:-$(cd "$here/../.." && pwd)}
 AGENT=${AGENT:-$PWD/aicr-enroot-agent}
 FLIP_BENCH=${FLIP_BENCH:-$(dirname "$AGENT")/tests/bench/flip-bench}
 BENCH_QUICK=${BENCH_QUICK:-0}
-all=(latency scrape footprint check scale)
+all=(latency scrape footprint check scale soak)
 chosen=()
 for a in "$@"; do
         case $a in
         --quick) BENCH_QUICK=1 ;;
         -h | --help)
-                sed -n '4,22s/^# \{0,1\}//p' "$0"
+                sed -n '4,26s/^# \{0,1\}//p' "$0"
                 exit 0
                 ;;
         *)
@@ -45,11 +48,13 @@ done
 [ ${#chosen[@]} -gt 0 ] || chosen=("${all[@]}")
 [ -x "$AGENT" ] || { echo "run.sh: no agent at \"$AGENT\": set AGENT or run make bench" >&2; exit 2; }
 [ -x "$FLIP_BENCH" ] || FLIP_BENCH=
+FAKE_APISERVER=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
+[ -x "$FAKE_APISERVER" ] || FAKE_APISERVER=
 BENCH_OUT=${BENCH_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/aicr-bench.XXXXXX")}
 mkdir -p "$BENCH_OUT"
 : >"$BENCH_OUT/summary.txt.tsv"
 : >"$BENCH_OUT/summary.txt.targets"
-export AGENT FLIP_BENCH TOP_SRCDIR BENCH_QUICK BENCH_OUT
+export AGENT FLIP_BENCH FAKE_APISERVER TOP_SRCDIR BENCH_QUICK BENCH_OUT
 
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 {

@@ -5,6 +5,7 @@
  *
  *   fake-apiserver --pods FILE --token-file FILE --tls-cert FILE --tls-key FILE
  *                  [--port N] [--control-port N] [--namespace NS] [--verbose]
+ *                  [--arrivals FILE]
  *
  * Prints "listening on https://127.0.0.1:PORT" then "control on
  * http://127.0.0.1:PORT" on stdout once both ports accept connections, and
@@ -24,6 +25,18 @@
  * newlines ignored), so a test rotates the token by rewriting the file.
  * Errors are Kubernetes Status objects with the real server's reasons and
  * messages.
+ *
+ * --arrivals FILE appends one line per API request to FILE (created or
+ * truncated at start) the moment the request is complete, body included,
+ * before any fault's delay and before it is answered; one write(2) each:
+ *   USEC METHOD PATH[?QUERY] FAULT BODY
+ * USEC is CLOCK_MONOTONIC in microseconds when the last byte of the request
+ * was read (the same clock as any other process's on this host, so a
+ * benchmark can subtract its own timestamps); FAULT is "-" or the injected
+ * fault ("status:500", "retry-after:1", "delay:300", "drop", joined by ",");
+ * BODY is the request body on one line (newlines as spaces) or "-". The
+ * request log on the control port is kept only from the answer on and is
+ * capped; this file is neither.
  *
  * --pods FILE holds a PodList ({"items": [...]}) or a JSON list of pods; each
  * needs metadata.name; metadata.namespace defaults to --namespace (which
@@ -1001,6 +1014,7 @@ struct Server {
         json_t *requests; /* the log */
         uint64_t request_seq;
         uint64_t requests_dropped;
+        int arrivals_fd; /* --arrivals, or -1 */
 
         json_t *events; /* stored Events */
 
@@ -2155,6 +2169,49 @@ static enum MHD_Result method_not_allowed(Request *r) {
                           -1);
 }
 
+/* --arrivals: one line for a request just read in full (see the header). */
+static void log_arrival(Server *s, const Request *r) {
+        _cleanup_(strbuf_done) StrBuf b = STRBUF_INIT(FAKE_MAX_BODY_BYTES + 4096);
+        const FaultAction *a = &r->fault;
+        const char *sep = "";
+        int k;
+
+        if (s->arrivals_fd < 0)
+                return;
+        k = strbuf_printf(&b, "%" PRIu64 " %s %s%s%s ", now_usec(), r->method, r->path,
+                          r->query ? "?" : "", strempty(r->query));
+        if (k >= 0 && !r->has_fault)
+                k = strbuf_puts(&b, "-");
+        if (k >= 0 && r->has_fault && a->status) {
+                k = strbuf_printf(&b, "status:%u", a->status);
+                sep = ",";
+        }
+        if (k >= 0 && r->has_fault && a->retry_after_sec >= 0) {
+                k = strbuf_printf(&b, "%sretry-after:%d", sep, a->retry_after_sec);
+                sep = ",";
+        }
+        if (k >= 0 && r->has_fault && a->delay_ms > 0) {
+                k = strbuf_printf(&b, "%sdelay:%u", sep, a->delay_ms);
+                sep = ",";
+        }
+        if (k >= 0 && r->has_fault && a->drop_connection)
+                k = strbuf_printf(&b, "%sdrop", sep);
+        if (k >= 0)
+                k = strbuf_putc(&b, ' ');
+        for (size_t i = 0; k >= 0 && i < r->body.len; i++) {
+                char ch = r->body.data[i];
+
+                k = strbuf_putc(&b, ch == '\n' || ch == '\r' ? ' ' : ch);
+        }
+        if (k >= 0 && r->body.len == 0)
+                k = strbuf_puts(&b, "-");
+        if (k >= 0)
+                k = strbuf_putc(&b, '\n');
+        if (k < 0 || write(s->arrivals_fd, b.data, b.len) != (ssize_t) b.len)
+                fprintf(stderr, "fake-apiserver: cannot write an --arrivals line for %s %s\n",
+                        r->method, r->path);
+}
+
 /* The last call for a complete request (and again after a delay). */
 static enum MHD_Result api_process(Server *s, Request *r) {
         Route rt;
@@ -2163,6 +2220,7 @@ static enum MHD_Result api_process(Server *s, Request *r) {
         if (!r->fault_checked) {
                 r->fault_checked = true;
                 take_fault(s, r, &rt);
+                log_arrival(s, r);
         }
         if (r->has_fault && r->fault.delay_ms > 0 && !r->delay_done) {
                 if (!r->delay_pending) {
@@ -2577,6 +2635,8 @@ static void server_done(Server *s) {
                 fault_done(&s->faults[i]);
         free(s->namespace);
         free(s->user);
+        if (s->arrivals_fd >= 0)
+                close(s->arrivals_fd);
 }
 
 /* Delays that ran out, watches that timed out. Returns the next deadline
@@ -2717,6 +2777,7 @@ static void usage(FILE *f) {
                    "--tls-key FILE\n"
                    "                      [--port N] [--control-port N] [--namespace NS] "
                    "[--verbose]\n"
+                   "                      [--arrivals FILE]\n"
                    "A loopback Kubernetes API server for tests: TLS on 127.0.0.1:N (0: the kernel\n"
                    "chooses), a plain-HTTP control port for fault injection. Prints\n"
                    "\"listening on https://127.0.0.1:PORT\" and \"control on "
@@ -2742,13 +2803,15 @@ int main(int argc, char **argv) {
                 {"control-port", required_argument, NULL, 'C'},
                 {"namespace", required_argument, NULL, 'n'},
                 {"verbose", no_argument, NULL, 'v'},
+                {"arrivals", required_argument, NULL, 'a'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
         const char *pods = NULL, *cert_path = NULL, *key_path = NULL, *namespace_arg = NULL;
         _cleanup_free_ char *cert = NULL, *key = NULL;
         uint16_t api_port = 0, control_port = 0, got_api, got_control;
-        Server s = {};
+        Server s = {.arrivals_fd = -EBADF};
+        const char *arrivals = NULL;
         bool namespace_given = false;
         _cleanup_close_ int signal_fd = -EBADF;
         sigset_t mask;
@@ -2782,6 +2845,9 @@ int main(int argc, char **argv) {
                 case 'v':
                         s.verbose = true;
                         break;
+                case 'a':
+                        arrivals = optarg;
+                        break;
                 case 'h':
                         usage(stdout);
                         return 0;
@@ -2795,6 +2861,15 @@ int main(int argc, char **argv) {
                 return 2;
         }
         namespace_given = namespace_arg;
+        if (arrivals) {
+                s.arrivals_fd =
+                        open(arrivals, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+                if (s.arrivals_fd < 0) {
+                        fprintf(stderr, "fake-apiserver: cannot write \"%s\": %s\n", arrivals,
+                                strerror(errno));
+                        return 2;
+                }
+        }
         if (namespace_given && !(s.namespace = strdup(namespace_arg)))
                 return 1;
 

@@ -1,0 +1,145 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# A short fault soak, and the watch failures it found. The agent runs under
+# valgrind (errors and definite or indirect leaks fail), or as built when the
+# build is sanitized (ASan and UBSan are in the binary; valgrind cannot run
+# it), against the fake API server over TLS.
+# 1. A watch refused with an HTTP status: 410 Gone reads the pod again (a
+#    newer resourceVersion is the only way on), 403 logs the RBAC rule the
+#    watch needs; the error's Status object is never taken for a watch event.
+#    A PATCH refused with 409 refuses the condition it carried, not a newer
+#    one made while it was in flight.
+# 2. tests/bench/soak.sh with 300 kubelet-style updates (tests/bench/flip-bench)
+#    flipping the condition at every update while faults are injected at
+#    random (seed printed): the condition at the API server ends equal to
+#    /status, the agent exits 0 on SIGTERM with nothing reported.
+. "$(dirname "$0")/lib.sh"
+
+command -v openssl >/dev/null || skip "openssl is not installed (scripts/setup-deps.sh installs it)"
+command -v curl >/dev/null || skip "curl is not installed (scripts/setup-deps.sh installs it)"
+command -v jq >/dev/null || skip "jq is not installed (scripts/setup-deps.sh installs it)"
+FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
+FLIP=${FLIP_BENCH:-$(dirname "$AGENT")/tests/bench/flip-bench}
+[ -x "$FAKE" ] || { echo "FAIL: $FAKE is not built" >&2; exit 1; }
+[ -x "$FLIP" ] || { echo "FAIL: $FLIP is not built" >&2; exit 1; }
+: "${TOP_SRCDIR:?run through make check}"
+
+sanitized=no
+for b in "$AGENT" "$(dirname "$AGENT")/aicr-enroot-agentd"; do
+        [ -f "$b" ] && grep -qa __asan_init "$b" && sanitized=yes
+done
+runner=()
+if [ "$sanitized" = no ]; then
+        command -v valgrind >/dev/null ||
+                skip "valgrind is not installed and the build is not sanitized (--enable-sanitizers): nothing would catch a leak"
+        # shellcheck disable=SC2054 # valgrind's own syntax: definite,indirect
+        runner=(valgrind --quiet --trace-children=yes --error-exitcode=99 --leak-check=full
+                --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect
+                --log-file="$WORK/valgrind.%p.log")
+fi
+
+NS=slurm
+UID0=3f6a1c2e-8d4b-4e7a-9b1c-2d5e8f0a7b64
+cm=$WORK/cm
+root=$WORK/root
+sa=$WORK/sa
+mkdir -p "$cm" "$root/etc/enroot/environ.d" "$sa"
+fake_pid=
+stop_fake() {
+        [ -n "$fake_pid" ] || return 0
+        kill "$fake_pid" 2>/dev/null || true
+        wait "$fake_pid" 2>/dev/null || true
+        fake_pid=
+}
+trap 'stop_agent; stop_fake; rm -rf "$WORK"' EXIT
+
+bash "$TOP_SRCDIR/tests/tools/make-test-ca.sh" "$WORK/pki" >/dev/null ||
+        { echo "FAIL: make-test-ca.sh failed" >&2; exit 1; }
+cp "$WORK/pki/ca.crt" "$sa/ca.crt"
+echo "$NS" >"$sa/namespace"
+printf 'token-1' >"$sa/token"
+printf 'token-1' >"$WORK/server-token"
+cat >"$WORK/pods.json" <<EOF
+{"items": [{"metadata": {"name": "worker-0", "namespace": "$NS", "uid": "$UID0", "resourceVersion": "100"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]}
+EOF
+"$FAKE" --pods "$WORK/pods.json" --token-file "$WORK/server-token" \
+        --tls-cert "$WORK/pki/server.crt" --tls-key "$WORK/pki/server.key" \
+        --port 0 --control-port 0 >"$WORK/fake.out" 2>"$WORK/fake.err" &
+fake_pid=$!
+wait_for 10 grep -q '^control on' "$WORK/fake.out" ||
+        { cat "$WORK/fake.err" >&2; echo "FAIL: the fake API server did not start" >&2; exit 1; }
+API=$(sed -n 's/^listening on //p' "$WORK/fake.out")
+CTL=$(sed -n 's/^control on //p' "$WORK/fake.out")
+ctl() { curl -sf -X "$1" "$CTL$2" ${3:+-H 'Content-Type: application/json' --data-binary "$3"}; }
+requests() { ctl GET /requests | jq -r ".[] | select(${1:-true}) | \"\(.method) \(.path) \(.status)\""; }
+
+publish 'ENROOT_MOUNT_HOME=yes\n' 'NCCL_DEBUG=WARN\n'
+cp "$WORK/src/enroot.conf" "$root/etc/enroot/enroot.conf"
+cp "$WORK/src/99-aicr-defaults.env" "$root/etc/enroot/environ.d/99-aicr-defaults.env"
+
+# start_agent from lib.sh, with the runner in front
+# shellcheck disable=SC2034 # AGENT_LOG and AGENT_PID: for lib.sh's stop_agent
+AGENT_LOG=$WORK/agent.log
+"${runner[@]}" "$AGENT" --listen 127.0.0.1:0 --log-level debug --desired-dir "$cm" --running-root "$root" \
+        --kube on --kube-api "$API" --serviceaccount-dir "$sa" --pod-name worker-0 --pod-uid "$UID0" \
+        >"$AGENT_LOG" 2>&1 &
+AGENT_PID=$!
+wait_for 60 grep -q 'Serving .* on 127\.0\.0\.1:' "$AGENT_LOG" ||
+        { cat "$AGENT_LOG" >&2; fail "the agent did not start"; finish; exit 1; }
+PORT=$(sed -n 's/.*Serving .* on 127\.0\.0\.1:\([0-9]*\)\..*/\1/p' "$AGENT_LOG")
+condition() { ctl GET /pods/worker-0 | jq -r '.status.conditions[] | select(.type == "EnrootConfigCurrent") | "\(.status)/\(.reason)"'; }
+wait_for 30 sh -c "[ \"\$(curl -sf '$CTL/pods/worker-0' | jq -r '.status.conditions[] | select(.type == \"EnrootConfigCurrent\") | .status')\" = True ]" &&
+        pass || fail "no condition at start: $(condition)"
+wait_for 10 sh -c "curl -sf '$CTL/state' | jq -e '.watches == 1' >/dev/null" && pass || fail "no watch"
+
+# --- a watch answered 410 Gone reads the pod again --------------------------------
+ctl POST /reset-requests >/dev/null
+ctl POST /faults '{"match": {"watch": true}, "status": 410, "count": 1}' >/dev/null
+ctl POST /close-watches >/dev/null
+wait_for 15 sh -c "curl -sf '$CTL/requests' | jq -e 'map(select(.method == \"GET\" and (.watch | not) and (.path | endswith(\"/pods/worker-0\")))) | length >= 1' >/dev/null" &&
+        pass || fail "410 Gone on a watch did not read the pod again: $(requests)"
+wait_for 15 sh -c "curl -sf '$CTL/state' | jq -e '.watches == 1' >/dev/null" && pass || fail "no watch after 410"
+[ "$(ctl GET /requests | jq '[.[] | select(.status == 410)] | length')" = 1 ] && pass || fail "410 retried: $(requests)"
+
+# --- a 409 refuses the condition sent, not a newer one made meanwhile --------------
+# The PATCH for A is held for a second and then refused; B, made while it was
+# held, was never sent and must go out (it used to be taken as refused too).
+ctl POST /faults '{"match": {"method": "PATCH"}, "status": 409, "delay_ms": 1500, "count": 1}' >/dev/null
+publish 'ENROOT_MOUNT_HOME=no\n' 'NCCL_DEBUG=WARN\n'
+wait_for 10 sh -c "curl -sf '$CTL/state' | jq -e '.suspended == 1' >/dev/null" && pass || fail "the PATCH for A is not held"
+publish 'ENROOT_MOUNT_HOME=no\nENROOT_REMAP_ROOT=no\n' 'NCCL_DEBUG=WARN\n'
+wait_for 15 sh -c "curl -sf '$CTL/pods/worker-0' | jq -e '.status.conditions[] | select(.type == \"EnrootConfigCurrent\") | .status == \"False\" and (.message | test(\"added: ENROOT_REMAP_ROOT\"))' >/dev/null" &&
+        pass || fail "the condition made during a refused PATCH was not sent: $(condition); $(requests '.method == "PATCH"')"
+curl -sf "http://127.0.0.1:$PORT/status" | jq -e '.kube.condition_synced == true' >/dev/null && pass || fail "not synced after the 409"
+
+# --- a watch answered 403 names the RBAC rule it needs ----------------------------
+ctl POST /faults '{"match": {"watch": true}, "status": 403, "count": 1}' >/dev/null
+ctl POST /close-watches >/dev/null
+wait_for 10 grep -q 'watching the pod: 403 Forbidden: the agent.s service account needs RBAC "watch on pods" in namespace slurm' "$AGENT_LOG" &&
+        pass || fail "403 on a watch: $(grep -i 'watch' "$AGENT_LOG" | tail -3)"
+grep -q 'watch event is not usable' "$AGENT_LOG" && fail "an error answer was read as a watch event: $(grep 'not usable' "$AGENT_LOG" | head -2)" || pass
+curl -sf -m 2 "http://127.0.0.1:$PORT/metrics" >/dev/null && pass || fail "/metrics not served"
+stop_agent
+for v in "$WORK"/valgrind.*.log; do
+        [ -e "$v" ] || continue
+        grep -q '^==[0-9]*==' "$v" && fail "valgrind: $(grep '^==[0-9]*==' "$v" | head -30)" || pass
+done
+stop_fake
+
+# --- the soak ---------------------------------------------------------------------
+# 50 ms between updates: time for several faults, each with its recovery
+if SOAK_UPDATES=${SOAK_UPDATES:-300} SOAK_PAUSE_MS=50 SOAK_FAULT_GAP=5 SOAK_VALGRIND=auto \
+        FLIP_BENCH=$FLIP FAKE_APISERVER=$FAKE \
+        BENCH_OUT=$WORK/soak-out bash "$TOP_SRCDIR/tests/bench/soak.sh" >"$WORK/soak.out" 2>&1; then
+        pass
+else
+        fail "the soak failed:"$'\n'"$(tail -40 "$WORK/soak.out")"
+fi
+cat "$WORK/soak.out"
+grep -q '^soak updates  *302 ' "$WORK/soak.out" && pass || fail "not 302 updates"
+grep -q 'target soak: converged, exit 0, no leak or error  *MET' "$WORK/soak.out" && pass || fail "soak target"
+landed=$(awk '/^soak requests faulted/ { print $4 }' "$WORK/soak.out")
+[ "${landed:-0}" -ge 3 ] && pass || fail "only ${landed:-0} requests got a fault"
+
+finish
