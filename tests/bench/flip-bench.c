@@ -21,8 +21,9 @@
  *                      MOVED_TO ..data), read from its pipe by a thread
  *                      blocked in read(2)
  *         metrics      the first GET /metrics whose body holds the new
- *                      state; a client thread starts asking at the flip, one
- *                      fresh connection per request (the agent closes each)
+ *                      state; a client thread starts asking at the flip and
+ *                      asks again and again on one kept connection, as
+ *                      Prometheus keeps its (HTTP/1.1 keep-alive)
  *         log          the agent's log line naming BENCH_<i>, read from its
  *                      stderr pipe by a blocked thread (written just before
  *                      the new state is published: a lower bound)
@@ -213,6 +214,105 @@ static ssize_t http_get(uint16_t port, const char *path, char *buf, size_t cap) 
         close(fd);
         buf[got] = '\0';
         return (ssize_t) got;
+}
+
+/* A connection kept between requests (HTTP/1.1 keep-alive), as Prometheus
+ * keeps its: the agent keeps /metrics connections for the next request. */
+typedef struct Kept {
+        uint16_t port;
+        int fd; /* -1: none open */
+} Kept;
+
+static void kept_close(Kept *k) {
+        if (k->fd >= 0)
+                close(k->fd);
+        k->fd = -1;
+}
+
+/* The value of header name (with its colon, any case) in head, or -1. */
+static long header_value(const char *head, const char *name) {
+        size_t n = strlen(name);
+
+        for (const char *l = strstr(head, "\r\n"); l; l = strstr(l + 2, "\r\n"))
+                if (strncasecmp(l + 2, name, n) == 0)
+                        return strtol(l + 2 + n, NULL, 10);
+        return -1;
+}
+
+/* One request on k's connection; 1 answered, 0 the connection was closed
+ * before any answer (the agent ends a connection idle past its deadline:
+ * ask again on a new one), -1 an error. */
+static int kept_exchange(Kept *k, const char *req, size_t req_len, char *buf, size_t cap,
+                         size_t *ret_len) {
+        size_t got = 0;
+        long length = -1;
+        char *end = NULL;
+
+        if (send(k->fd, req, req_len, MSG_NOSIGNAL) != (ssize_t) req_len)
+                return 0;
+        for (;;) {
+                ssize_t r;
+
+                if (got + 1 >= cap)
+                        return -1;
+                r = recv(k->fd, buf + got, cap - 1 - got, 0);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r <= 0)
+                        return got == 0 ? 0 : -1;
+                got += (size_t) r;
+                buf[got] = '\0';
+                if (!end && (end = strstr(buf, "\r\n\r\n"))) {
+                        *end = '\0';
+                        length = header_value(buf, "Content-Length:");
+                        *end = '\r';
+                        if (length < 0)
+                                return -1;
+                }
+                if (end && got >= (size_t) (end + 4 - buf) + (size_t) length)
+                        break;
+        }
+        *ret_len = got;
+        return 1;
+}
+
+/* GETs path on k's connection, opening one when needed; like http_get(). */
+static ssize_t http_get_kept(Kept *k, const char *path, char *buf, size_t cap) {
+        char req[256];
+        int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+
+        for (int attempt = 0; attempt < 2; attempt++) {
+                size_t len = 0;
+                int r;
+
+                if (k->fd < 0) {
+                        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(k->port)};
+                        struct timeval tv = {.tv_sec = 2};
+                        int one = 1;
+
+                        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                        k->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                        if (k->fd < 0)
+                                return -1;
+                        (void) setsockopt(k->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+                        (void) setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                        if (connect(k->fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
+                                kept_close(k);
+                                return -1;
+                        }
+                }
+                r = kept_exchange(k, req, (size_t) n, buf, cap, &len);
+                if (r == 0) {
+                        kept_close(k);
+                        continue;
+                }
+                if (r < 0 || strstr(buf, "\r\nConnection: close\r\n"))
+                        kept_close(k);
+                if (r < 0)
+                        return -1;
+                return (ssize_t) len;
+        }
+        return -1;
 }
 
 /* ---------------------------------------------------------------------------
@@ -535,6 +635,7 @@ static void *follow_run(void *arg) {
 static void *spinner_run(void *arg) {
         char *body = malloc(MAX_BODY);
         unsigned seen_gen = 0;
+        Kept kept = {.fd = -1};
 
         (void) arg;
         if (!body)
@@ -556,9 +657,13 @@ static void *spinner_run(void *arg) {
                 pthread_mutex_unlock(&obs.lock);
 
                 (void) snprintf(needle, sizeof needle, "key=\"BENCH_%u\"", gen);
+                if (kept.port != port) {
+                        kept_close(&kept);
+                        kept.port = port;
+                }
                 for (;;) {
                         uint64_t a = now_usec(), b;
-                        ssize_t n = http_get(port, "/metrics", body, MAX_BODY);
+                        ssize_t n = http_get_kept(&kept, "/metrics", body, MAX_BODY);
                         bool found = n > 0 && strstr(body, needle);
 
                         b = now_usec();
@@ -575,6 +680,7 @@ static void *spinner_run(void *arg) {
                 }
                 seen_gen = gen;
         }
+        kept_close(&kept);
         free(body);
         return NULL;
 }
