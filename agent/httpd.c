@@ -162,9 +162,10 @@ bool httpd_readiness(const Report *r, bool require_current, StrBuf *reason) {
  * so on its own a client trickling a byte a second keeps its slot for ever. */
 
 /* Arms the timer for the first deadline of the waiting list. It is not moved
- * when that connection's request comes in (that would reprogram the kernel's
- * timer at every request): it fires, finds a later deadline first, and is
- * armed again for that one. */
+ * when that connection's request comes in while others still wait (that would
+ * reprogram the kernel's timer at every request): it fires, finds a later
+ * deadline first, and is armed again for that one. When no connection waits
+ * any more it is turned off, so an idle agent is never woken. */
 static void arm_deadline(Httpd *h) {
         int r;
 
@@ -195,6 +196,11 @@ static void conn_unwait(Conn *conn) {
                 h->waiting_tail = conn->prev;
         conn->prev = conn->next = NULL;
         conn->waiting = false;
+        /* Nothing left to wait for: the timer must not wake an idle agent. */
+        if (!h->waiting_head && h->deadline_armed && !h->stopping) {
+                (void) sd_event_source_set_enabled(h->deadline, SD_EVENT_OFF);
+                h->deadline_armed = false;
+        }
 }
 
 /* Starts the clock for conn's next request. */

@@ -1044,6 +1044,43 @@ static void test_request_deadline(void **state) {
         server_stop(&s);
 }
 
+/* Once every request is answered and every connection gone, nothing is left
+ * to time: the loop of an idle agent must not wake up, the request deadline's
+ * timer included (the agent is idle between a scrape and the next). */
+static void test_idle_no_wakeups(void **state) {
+        HttpdLimits lim = HTTPD_LIMITS_DEFAULT;
+        Exchange x[] = {{.request = GET("/healthz")}, {.request = GET("/metrics")}};
+        Batch b = {.x = x, .n = ELEMENTSOF(x)};
+        uint64_t t0, elapsed;
+        Server s = {};
+        int r = 1;
+
+        lim.request_deadline_sec = 1;
+        s.report = sample_current();
+        server_start(&s, &lim);
+        b.port = s.port;
+        serve_while(&s, batch_run, &b);
+        expect_exchange(&x[0], 200, NULL, "ok\n");
+        expect_exchange(&x[1], 200, NULL, NULL);
+        /* the clients' closes, and libmicrohttpd's clean-up of them */
+        for (int i = 0; i < 20 && r > 0; i++)
+                r = sd_event_run(s.event, 50u * 1000u);
+        assert_int_equal(r, 0);
+
+        /* past the request deadline of both connections */
+        t0 = now_usec();
+        r = sd_event_run(s.event, 1500u * 1000u);
+        elapsed = now_usec() - t0;
+        print_message("idle after 2 requests: sd_event_run() returned %d after %" PRIu64 " ms\n", r,
+                      elapsed / 1000u);
+        assert_int_equal(r, 0);
+        assert_true(elapsed >= 1400u * 1000u);
+
+        for (size_t i = 0; i < ELEMENTSOF(x); i++)
+                free(x[i].response);
+        server_stop(&s);
+}
+
 typedef struct EvictRun {
         uint16_t port;
         bool no_alias;          /* 127.0.0.2 and up cannot be bound here */
@@ -1632,6 +1669,7 @@ int main(void) {
                 cmocka_unit_test(test_current_report),
                 cmocka_unit_test(test_metrics_keep_alive),
                 cmocka_unit_test(test_request_deadline),
+                cmocka_unit_test(test_idle_no_wakeups),
                 cmocka_unit_test(test_eviction),
                 cmocka_unit_test(test_hostile_requests),
                 cmocka_unit_test(test_slow_client),
