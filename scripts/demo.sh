@@ -19,7 +19,7 @@ fi
 mkdir -p build
 cd build
 [[ -f Makefile ]] || ../configure --quiet
-make -j"$(nproc)" --quiet aicr-enroot-agent
+make -j"$(nproc)" --quiet
 agent=$PWD/aicr-enroot-agent
 examples=$top/examples
 writer=$top/tests/tools/atomic-writer.sh
@@ -54,7 +54,9 @@ cp "$examples/running/99-aicr-defaults.env" "$work/pod/etc/enroot/environ.d/"
 ls -la "$work/configmap"
 
 say "3. The agent watches the projection and the pod's files"
-# a port the kernel chooses, read back from the agent's log
+# a port the kernel chooses, read back from the agent's log (created here:
+# tee may not have started when the loop below first reads it)
+: >"$work/agent.log"
 "$agent" --desired-dir "$work/configmap" --running-root "$work/pod" \
         --listen 127.0.0.1:0 2> >(tee "$work/agent.log" >&2) &
 agent_pid=$!
