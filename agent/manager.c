@@ -37,6 +37,7 @@ struct Manager {
         const char **keys;               /* from options->files, borrowed strings */
         const char **paths;
         pid_t target_pid;
+        MountInfoCache *mountinfo; /* the running side's mount table, between evaluations */
         Report *report;
         uint64_t evaluations[_TRIGGER_MAX];
 };
@@ -175,6 +176,7 @@ static int manager_evaluate(Manager *m, EvalTrigger trigger) {
                 .paths = m->paths,
                 .n_paths = o->n_files,
                 .max_bytes = DOCUMENT_MAX_BYTES,
+                .mountinfo = m->mountinfo,
         };
         uint64_t now = now_usec(CLOCK_REALTIME);
         int dir_error = 0, r;
@@ -377,6 +379,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->process_source);
         sd_event_unref(m->event);
         report_free(m->report);
+        mountinfo_cache_free(m->mountinfo);
         free(m->keys);
         free(m->paths);
         free(m);
@@ -481,6 +484,8 @@ int manager_new(const Options *o, Manager **ret) {
         if (!m)
                 return log_oom();
         m->options = o;
+        if (mountinfo_cache_new(&m->mountinfo) < 0)
+                return log_oom();
         m->keys = calloc(o->n_files, sizeof(char *));
         m->paths = calloc(o->n_files, sizeof(char *));
         if (!m->keys || !m->paths)

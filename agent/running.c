@@ -2,9 +2,12 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
@@ -559,7 +562,14 @@ static int file_mount_facts(RunningFile *f, const MountInfo *mi, const char *mou
         if (!f->mount_root)
                 return -ENOMEM;
         r = mountinfo_root_version(e->root, &f->mount_version, &f->mount_deleted);
-        return r < 0 ? r : 0;
+        if (r < 0)
+                return r;
+        /* The file is this mount's root: unlinked, the kernel shows the root
+         * with "//deleted", which no mount event announces (a cached
+         * mountinfo would not show it). */
+        if (f->have_stat && f->nlink == 0)
+                f->mount_deleted = true;
+        return 0;
 }
 
 /* Reads every file under root_fd. mount_prefix: what mountinfo puts before
@@ -623,25 +633,125 @@ static int view_read_files(RunningView *v, int root_fd, const MountInfo *mi,
         return 0;
 }
 
-/* Reads and parses a mountinfo file; a failure is a note, not an error. */
-static int view_read_mountinfo(RunningView *v, int dir_fd, const char *path, const char *display,
-                               MountInfo **ret) {
+struct MountInfoCache {
+        int fd;          /* the open mountinfo file, -EBADF: none */
+        uint64_t ns_ino; /* the mount namespace it describes (its ns/mnt inode) */
+        MountInfo *mi;
+        unsigned reads;
+};
+
+int mountinfo_cache_new(MountInfoCache **ret) {
+        MountInfoCache *c = calloc(1, sizeof *c);
+
+        if (!c)
+                return -ENOMEM;
+        c->fd = -EBADF;
+        *ret = c;
+        return 0;
+}
+
+MountInfoCache *mountinfo_cache_free(MountInfoCache *c) {
+        if (!c)
+                return NULL;
+        closep(&c->fd);
+        mountinfo_free(c->mi);
+        free(c);
+        return NULL;
+}
+
+unsigned mountinfo_cache_reads(const MountInfoCache *c) {
+        return c ? c->reads : 0;
+}
+
+/* The inode of the mount namespace whose mountinfo sits beside "ns/mnt" in
+ * dir_fd (a /proc/PID directory), 0 when it cannot be known. The same PID
+ * may come back as another process in another namespace: the namespace,
+ * not the PID, says whose table the cache holds. */
+static uint64_t mount_ns_ino(int dir_fd, const char *ns_path) {
+        struct stat st;
+
+        return fstatat(dir_fd, ns_path, &st, 0) == 0 ? (uint64_t) st.st_ino : 0;
+}
+
+/* Whether the cached table is still the namespace's: the same namespace,
+ * and no POLLPRI (nor POLLERR, which procfs reports with it) since it was
+ * read. */
+static bool cache_is_current(const MountInfoCache *c, uint64_t ns_ino) {
+        struct pollfd p = {.fd = c->fd, .events = POLLPRI};
+
+        if (c->fd < 0 || !c->mi || ns_ino == 0 || c->ns_ino != ns_ino)
+                return false;
+        return poll(&p, 1, 0) == 0;
+}
+
+/* Reads path (relative to dir_fd) into c, keeping the file open for
+ * cache_is_current() when it is on procfs. */
+static int cache_read(MountInfoCache *c, int dir_fd, const char *path, uint64_t ns_ino) {
+        _cleanup_(mountinfo_freep) MountInfo *mi = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *data = NULL;
+        struct statfs sfs;
+        size_t len;
+        int r;
+
+        closep(&c->fd);
+        c->fd = -EBADF;
+        c->mi = mountinfo_free(c->mi);
+        c->reads++;
+
+        /* Opened before it is read: a change in between is reported by the
+         * next poll and only costs one more read. */
+        fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        r = read_fd_bounded(fd, MOUNTINFO_MAX_BYTES, &data, &len);
+        if (r >= 0)
+                r = mountinfo_parse(data, len, &mi);
+        if (r < 0)
+                return r;
+        c->mi = TAKE_PTR(mi);
+        c->ns_ino = ns_ino;
+        if (ns_ino != 0 && fstatfs(fd, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC)
+                c->fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int note_mountinfo_error(RunningView *v, const char *display, int error) {
+        v->mountinfo_error = error;
+        return view_note(v,
+                         "cannot read %s: %s: whether a file is mounted from a superseded "
+                         "version is unknown",
+                         display, strerror(-error));
+}
+
+/* Reads and parses dir_fd's "mountinfo" (dir_fd: a /proc/PID directory), or
+ * takes it from cache. *ret is owned by the cache, or by *ret_owned without
+ * one. A failure is a note, not an error. */
+static int view_read_mountinfo(RunningView *v, MountInfoCache *cache, int dir_fd,
+                               const char *display, MountInfo **ret_owned, const MountInfo **ret) {
         _cleanup_free_ char *data = NULL;
         size_t len;
         int r;
 
-        r = read_file_at(dir_fd, path, 0, MOUNTINFO_MAX_BYTES, &data, &len);
-        if (r >= 0)
-                r = mountinfo_parse(data, len, ret);
+        if (cache) {
+                uint64_t ns_ino = mount_ns_ino(dir_fd, "ns/mnt");
+
+                r = cache_is_current(cache, ns_ino)
+                            ? 0
+                            : cache_read(cache, dir_fd, "mountinfo", ns_ino);
+                if (r >= 0)
+                        *ret = cache->mi;
+        } else {
+                r = read_file_at(dir_fd, "mountinfo", 0, MOUNTINFO_MAX_BYTES, &data, &len);
+                if (r >= 0)
+                        r = mountinfo_parse(data, len, ret_owned);
+                if (r >= 0)
+                        *ret = *ret_owned;
+        }
         if (r == -ENOMEM)
                 return r;
-        if (r < 0) {
-                v->mountinfo_error = r;
-                return view_note(v,
-                                 "cannot read %s: %s: whether a file is mounted from a "
-                                 "superseded version is unknown",
-                                 display, strerror(-r));
-        }
+        if (r < 0)
+                return note_mountinfo_error(v, display, r);
         v->mountinfo_malformed = (*ret)->n_malformed;
         return 0;
 }
@@ -658,9 +768,10 @@ static size_t strip_slashes_len(const char *s) {
 
 static int read_default(const RunningConfig *cfg, const char *proc_dir, RunningView *v) {
         const char *root = cfg->running_root ? cfg->running_root : RUNNING_DEFAULT_ROOT;
-        _cleanup_(mountinfo_freep) MountInfo *mi = NULL;
-        _cleanup_free_ char *mi_path = NULL;
-        _cleanup_close_ int root_fd = -EBADF;
+        _cleanup_(mountinfo_freep) MountInfo *mi_owned = NULL;
+        const MountInfo *mi = NULL;
+        _cleanup_free_ char *self_path = NULL, *mi_path = NULL;
+        _cleanup_close_ int root_fd = -EBADF, self_fd = -EBADF;
         int r;
 
         root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -670,10 +781,17 @@ static int read_default(const RunningConfig *cfg, const char *proc_dir, RunningV
                                          strerror(-r));
         }
 
-        r = asprintf(&mi_path, "%.*s/self/mountinfo", (int) strip_slashes_len(proc_dir), proc_dir);
+        r = asprintf(&self_path, "%.*s/self", (int) strip_slashes_len(proc_dir), proc_dir);
         if (r < 0)
                 return -ENOMEM;
-        r = view_read_mountinfo(v, AT_FDCWD, mi_path, mi_path, &mi);
+        r = asprintf(&mi_path, "%s/mountinfo", self_path);
+        if (r < 0)
+                return -ENOMEM;
+        self_fd = open(self_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (self_fd < 0)
+                r = note_mountinfo_error(v, mi_path, negative_errno());
+        else
+                r = view_read_mountinfo(v, cfg->mountinfo, self_fd, mi_path, &mi_owned, &mi);
         if (r < 0)
                 return r;
 
@@ -694,8 +812,9 @@ static bool error_is_gone(int r) {
  * a definite answer set in v), 0 when the process vanished and the caller
  * should look again, -ENOMEM. */
 static int read_target_once(const char *proc_dir, int proc_fd, bool proc_is_ours, const char *name,
-                            pid_t pid, RunningView *v) {
-        _cleanup_(mountinfo_freep) MountInfo *mi = NULL;
+                            pid_t pid, MountInfoCache *cache, RunningView *v) {
+        _cleanup_(mountinfo_freep) MountInfo *mi_owned = NULL;
+        const MountInfo *mi = NULL;
         _cleanup_close_ int pid_fd = -EBADF, pidfd = -EBADF, root_fd = -EBADF;
         int proc_len = (int) strip_slashes_len(proc_dir);
         char path[32];
@@ -760,7 +879,7 @@ static int read_target_once(const char *proc_dir, int proc_fd, bool proc_is_ours
                 char display[PATH_MAX];
                 (void) snprintf(display, sizeof display, "%.*s/%d/mountinfo", proc_len, proc_dir,
                                 (int) pid);
-                r = view_read_mountinfo(v, pid_fd, "mountinfo", display, &mi);
+                r = view_read_mountinfo(v, cache, pid_fd, display, &mi_owned, &mi);
                 if (r < 0)
                         return r;
         }
@@ -825,7 +944,8 @@ static int read_target(const RunningConfig *cfg, const char *proc_dir, pid_t las
                                                          proc_dir, strerror(-r));
                 }
 
-                r = read_target_once(proc_dir, proc_fd, self == getpid(), name, pid, v);
+                r = read_target_once(proc_dir, proc_fd, self == getpid(), name, pid, cfg->mountinfo,
+                                     v);
                 if (r != 0)
                         return r < 0 ? r : 0;
                 log_debug("Process \"%s\" (PID %d) exited while being read, looking again.", name,

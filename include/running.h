@@ -65,6 +65,22 @@
  * process found next, at most this many times in all. */
 #define RUNNING_MAX_ATTEMPTS        3u
 
+/* The parsed mountinfo of one mount namespace, kept between reads: the
+ * kernel reports every mount and unmount in that namespace as POLLPRI on an
+ * open procfs mountinfo file (proc(5)), so an unchanged mount table is
+ * never formatted and parsed again (most of an evaluation's CPU otherwise).
+ * What changes without a mount event, a mount root's "//deleted" when
+ * kubelet removes the version directory a subPath file was mounted from,
+ * is taken from the file's own st_nlink instead (see RunningFile). A
+ * mountinfo file not on procfs (tests) is read every time. */
+typedef struct MountInfoCache MountInfoCache;
+
+int mountinfo_cache_new(MountInfoCache **ret);
+MountInfoCache *mountinfo_cache_free(MountInfoCache *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(MountInfoCache *, mountinfo_cache_free);
+/* How many times the cache read a mountinfo file (tests, debugging). */
+unsigned mountinfo_cache_reads(const MountInfoCache *c);
+
 typedef struct RunningConfig {
         const char *proc_dir;       /* where procfs is mounted; NULL: "/proc" */
         const char *running_root;   /* default mode: NULL means "/"; ignored in target mode */
@@ -72,6 +88,7 @@ typedef struct RunningConfig {
         const char *const *paths;   /* absolute paths as the workload sees them */
         size_t n_paths;             /* at most RUNNING_MAX_PATHS */
         size_t max_bytes;           /* cap on each file's content */
+        MountInfoCache *mountinfo;  /* NULL: mountinfo is read at every call */
 } RunningConfig;
 
 typedef enum RunningResolve {
@@ -100,7 +117,8 @@ typedef struct RunningFile {
         uint64_t mount_id;   /* 0 when unknown */
         char *mount_root;    /* mount_point: the decoded root field, else NULL */
         char *mount_version; /* mount_point: the version id in that root (with its ".."), or NULL */
-        bool mount_deleted;  /* mount_point: the root ends in "//deleted" */
+        bool mount_deleted;  /* mount_point: the root ends in "//deleted", or the file
+                              * is that mount's root and unlinked (st_nlink 0) */
 } RunningFile;
 
 typedef struct RunningView {

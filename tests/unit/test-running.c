@@ -174,6 +174,9 @@ static RunningResolve expected_resolve(void) {
         return have_openat2() ? RUNNING_RESOLVE_OPENAT2 : RUNNING_RESOLVE_WALK;
 }
 
+/* The mountinfo cache read_view() passes, when a test sets one. */
+static MountInfoCache *view_cache;
+
 static RunningView *read_view(const char *running_root, const char *target, pid_t last_pid,
                               const char *const *paths, size_t n_paths) {
         RunningConfig cfg = {
@@ -182,6 +185,7 @@ static RunningView *read_view(const char *running_root, const char *target, pid_
                 .paths = paths,
                 .n_paths = n_paths,
                 .max_bytes = MAX_BYTES,
+                .mountinfo = view_cache,
         };
         RunningView *v = NULL;
 
@@ -987,6 +991,100 @@ static void test_default_bind_mount(void **state) {
         assert_int_equal(umount2(target, MNT_DETACH), 0);
 }
 
+/* The same, with the daemon's mountinfo cache: the mount table is read
+ * again only when a mount changes, and what changes without a mount event
+ * (the subPath file's version removed) is still seen, from st_nlink. */
+static void test_mountinfo_cache(void **state) {
+        static const char *const paths[] = {"/etc/enroot/enroot.conf"};
+        _cleanup_(mountinfo_cache_freep) MountInfoCache *cache = NULL;
+        _cleanup_free_ char *source = NULL, *target = NULL, *proc = NULL;
+        _cleanup_close_ int vol_fd = -EBADF, proc_fd = -EBADF;
+
+        assert_int_equal(mountinfo_cache_new(&cache), 0);
+        view_cache = cache;
+
+        /* a mountinfo that is not procfs' (a test's fake) is read every time */
+        assert_true(asprintf(&proc, "%s/proc-cache", dir) > 0);
+        assert_int_equal(mkdir(proc, 0755), 0);
+        proc_fd = open(proc, O_DIRECTORY | O_CLOEXEC);
+        assert_true(proc_fd >= 0);
+        fake_process(proc_fd, 8, "slurmd", 'S', 1);
+        assert_int_equal(symlinkat(root, proc_fd, "8/root"), 0);
+        write_at(proc_fd, "8/mountinfo", "1 0 0:1 / / rw - t s rw\n");
+        {
+                RunningConfig cfg = {.paths = paths,
+                                     .n_paths = 1,
+                                     .max_bytes = MAX_BYTES,
+                                     .proc_dir = proc,
+                                     .target_process = "slurmd",
+                                     .mountinfo = cache};
+                for (int i = 0; i < 2; i++) {
+                        _cleanup_(running_view_freep) RunningView *v = NULL;
+                        assert_int_equal(running_read(&cfg, 0, &v), 0);
+                        assert_true(v->observable);
+                }
+                assert_int_equal(mountinfo_cache_reads(cache), 2);
+        }
+
+        if (geteuid() != 0) {
+                view_cache = NULL;
+                skip_because("mounting needs root");
+        }
+        if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0) {
+                print_message("skipping: no private mount namespace here: %s\n", strerror(errno));
+                view_cache = NULL;
+                skip();
+        }
+        mkdirs_at(dir_fd, "vol-cache");
+        vol_fd = openat(dir_fd, "vol-cache", O_DIRECTORY | O_CLOEXEC);
+        assert_true(vol_fd >= 0);
+        kubelet_update(vol_fd, V1, "B=1\n", NULL);
+        assert_true(asprintf(&source, "%s/vol-cache/%s/enroot.conf", dir, V1) > 0);
+        assert_true(asprintf(&target, "%s/etc/enroot/enroot.conf", root) > 0);
+        assert_int_equal(mount(source, target, "none", MS_BIND, NULL), 0);
+
+        {
+                unsigned before = mountinfo_cache_reads(cache);
+                _cleanup_(running_view_freep) RunningView *v = read_view(root, NULL, 0, paths, 1);
+                assert_mount(&v->files[0], "B=1\n", 1, V1, false);
+                assert_int_equal(mountinfo_cache_reads(cache), before + 1);
+        }
+        /* nothing mounted since: the table is not read again */
+        for (int i = 0; i < 3; i++) {
+                unsigned before = mountinfo_cache_reads(cache);
+                _cleanup_(running_view_freep) RunningView *v = read_view(root, NULL, 0, paths, 1);
+                assert_mount(&v->files[0], "B=1\n", 1, V1, false);
+                assert_int_equal(mountinfo_cache_reads(cache), before);
+        }
+        /* the writer removes the old version: no mount event, still superseded */
+        kubelet_update(vol_fd, V2, "B=2\n", NULL);
+        kubelet_remove(vol_fd, V1);
+        {
+                unsigned before = mountinfo_cache_reads(cache);
+                _cleanup_(running_view_freep) RunningView *v = read_view(root, NULL, 0, paths, 1);
+                assert_content(&v->files[0], "B=1\n");
+                assert_int_equal(v->files[0].nlink, 0);
+                assert_string_equal(v->files[0].mount_version, V1);
+                assert_true(v->files[0].mount_deleted);
+                assert_int_equal(mountinfo_cache_reads(cache), before);
+        }
+        /* a mount event: read again, and the kernel's own "//deleted" agrees */
+        assert_int_equal(umount2(target, MNT_DETACH), 0);
+        {
+                _cleanup_free_ char *v2 = NULL;
+                assert_true(asprintf(&v2, "%s/vol-cache/%s/enroot.conf", dir, V2) > 0);
+                assert_int_equal(mount(v2, target, "none", MS_BIND, NULL), 0);
+        }
+        {
+                unsigned before = mountinfo_cache_reads(cache);
+                _cleanup_(running_view_freep) RunningView *v = read_view(root, NULL, 0, paths, 1);
+                assert_mount(&v->files[0], "B=2\n", 1, V2, false);
+                assert_int_equal(mountinfo_cache_reads(cache), before + 1);
+        }
+        assert_int_equal(umount2(target, MNT_DETACH), 0);
+        view_cache = NULL;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_running_root),
@@ -1003,6 +1101,7 @@ int main(void) {
                 cmocka_unit_test(test_target_permission),
                 cmocka_unit_test(test_target_bind_mount),
                 cmocka_unit_test(test_default_bind_mount),
+                cmocka_unit_test(test_mountinfo_cache),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
