@@ -465,7 +465,7 @@ static int wait_replacement(Rollout *r, const RolloutPod *old, const SlurmNode *
         uint64_t deadline = now_usec(CLOCK_MONOTONIC) + r->args->pod_timeout_usec;
         int64_t boot = before ? before->boot_time_sec : 0,
                 start = before ? before->slurmd_start_time_sec : 0;
-        const char *missing = "the pod";
+        const char *missing = "the pod"; /* what it still waits for */
 
         for (;;) {
                 _cleanup_(rollout_pod_done) RolloutPod p = {};
@@ -476,9 +476,9 @@ static int wait_replacement(Rollout *r, const RolloutPod *old, const SlurmNode *
                 if (k == 0 || streq(p.uid, old->uid) || p.terminating)
                         missing = "a new pod";
                 else if (!p.ready)
-                        missing = "Ready";
+                        missing = "the new pod to be Ready";
                 else if (p.verdict != VERDICT_CURRENT)
-                        missing = "EnrootConfigCurrent=True";
+                        missing = "the new pod to say EnrootConfigCurrent=True";
                 else {
                         const SlurmNode *n;
 
@@ -491,12 +491,14 @@ static int wait_replacement(Rollout *r, const RolloutPod *old, const SlurmNode *
                         if (!n || (n->flags & SLURM_NODE_NOT_RESPONDING) ||
                             ((start || boot) && n->slurmd_start_time_sec == start &&
                              n->boot_time_sec == boot))
-                                missing = "its Slurm node registered again";
+                                missing = "its Slurm node to register again";
                         else
                                 return 0;
                 }
                 if (now_usec(CLOCK_MONOTONIC) >= deadline) {
-                        say(r, "Timed out waiting for the replacement of pod %s: no %s yet.",
+                        say(r,
+                            "Timed out waiting for the replacement of pod %s: still waiting "
+                            "for %s.",
                             old->name, missing);
                         return -ETIME;
                 }

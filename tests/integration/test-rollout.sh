@@ -144,7 +144,7 @@ start_controller() {
 rollout() { # ACTION ARGS...: runs the rollout, stdout in $WORK/out, stderr in $WORK/err, sets RC
         RC=0
         "$AGENT" rollout "$@" --kube-api "$API" --serviceaccount-dir "$WORK/sa" --namespace "$NS" \
-                --poll-interval 100 --pod-timeout 20 --jobs-timeout 30 >"$WORK/out" 2>"$WORK/err" || RC=$?
+                --poll-interval 100 --pod-timeout 60 --jobs-timeout 30 >"$WORK/out" 2>"$WORK/err" || RC=$?
 }
 expect_rc() { # WANT LABEL
         if [ "$RC" = "$1" ]; then pass; else
@@ -250,7 +250,7 @@ NEVER_READY=slurm-worker-slinky-1 start_controller
 scontrol update nodename=slinky-3 state=drain reason="disk check by ops"
 rollout apply --pod-timeout 3 --exclude slinky-3
 expect_rc 3 "apply with a replacement that never gets Ready"
-grep -q 'Timed out waiting for the replacement of pod slurm-worker-slinky-1' "$WORK/out" && pass ||
+grep -q 'Timed out waiting for the replacement of pod slurm-worker-slinky-1: still waiting for the new pod to be Ready\.' "$WORK/out" && pass ||
         fail "timeout message: $(cat "$WORK/out")"
 grep -q 'rollout status' "$WORK/out" && pass || fail "no hint at status/abort: $(cat "$WORK/out")"
 rollout status --exclude slinky-3
