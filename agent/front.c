@@ -31,8 +31,13 @@
  * for the full program, which says the same things the same way. */
 static bool is_probe(int argc, char **argv, Options *o) {
         _cleanup_free_ char *error = NULL;
+        bool check = false;
 
-        if (argc < 2 || argv[1][0] != '-')
+        /* Only a command line naming --check is parsed here (the full
+         * program parses every other one itself, once). */
+        for (int i = 1; i < argc && !check; i++)
+                check = streq(argv[i], "--check");
+        if (!check || argv[1][0] != '-')
                 return false;
         return options_parse(argc, argv, o, &error) >= 0 && o->action == ACTION_CHECK;
 }

@@ -135,3 +135,40 @@ expect_metric() {
                 fail "$1 is '$(metric "$1")', expected $2"
         fi
 }
+
+# --- the fake API server (tests/tools/fake-apiserver, in $FAKE) ---------------
+fake_pid=
+# kube_pki SA_DIR NAMESPACE TOKEN: a throwaway CA in $WORK/pki, the projected
+# serviceaccount directory the agent reads (ca.crt, namespace, token) and the
+# server's side of the token, $WORK/server-token.
+kube_pki() {
+        bash "$TOP_SRCDIR/tests/tools/make-test-ca.sh" "$WORK/pki" >/dev/null ||
+                { echo "FAIL: tests/tools/make-test-ca.sh failed" >&2; exit 1; }
+        mkdir -p "$1"
+        cp "$WORK/pki/ca.crt" "$1/ca.crt"
+        echo "$2" >"$1/namespace"
+        printf '%s' "$3" >"$1/token"
+        printf '%s' "$3" >"$WORK/server-token"
+}
+# start_fake PODS_FILE [ARG...]: the fake over TLS with kube_pki's certificate
+# and token; sets fake_pid, API (https://127.0.0.1:PORT) and CTL (its control port).
+start_fake() {
+        local pods=$1
+        shift
+        "$FAKE" --pods "$pods" --token-file "$WORK/server-token" \
+                --tls-cert "$WORK/pki/server.crt" --tls-key "$WORK/pki/server.key" \
+                --port 0 --control-port 0 "$@" >"$WORK/fake.out" 2>"$WORK/fake.err" &
+        fake_pid=$!
+        wait_for 10 grep -q '^control on' "$WORK/fake.out" ||
+                { cat "$WORK/fake.err" >&2; echo "FAIL: the fake API server did not start" >&2; exit 1; }
+        API=$(sed -n 's/^listening on //p' "$WORK/fake.out")
+        CTL=$(sed -n 's/^control on //p' "$WORK/fake.out")
+}
+stop_fake() {
+        [ -n "$fake_pid" ] || return 0
+        kill "$fake_pid" 2>/dev/null || true
+        wait "$fake_pid" 2>/dev/null || true
+        fake_pid=
+}
+# ctl METHOD PATH [BODY]: the fake's control port
+ctl() { curl -sf -X "$1" "$CTL$2" ${3:+-H 'Content-Type: application/json' --data-binary "$3"}; }

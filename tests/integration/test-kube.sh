@@ -27,25 +27,14 @@ root=$WORK/root
 sa=$WORK/sa
 mkdir -p "$cm" "$root/etc/enroot/environ.d" "$sa"
 
-fake_pid=
-stop_fake() {
-        [ -n "$fake_pid" ] || return 0
-        kill "$fake_pid" 2>/dev/null || true
-        wait "$fake_pid" 2>/dev/null || true
-        fake_pid=
-}
 trap 'stop_agent; stop_fake; rm -rf "$WORK"' EXIT
 
-bash "$TOP_SRCDIR/tests/tools/make-test-ca.sh" "$WORK/pki" >/dev/null ||
-        { echo "FAIL: make-test-ca.sh failed" >&2; exit 1; }
-cp "$WORK/pki/ca.crt" "$sa/ca.crt"
-echo "$NS" >"$sa/namespace"
+kube_pki "$sa" "$NS" token-1
 # The server's token file and the pod's projected token: rotated together.
 rotate_token() {
         printf '%s' "$1" >"$WORK/server-token"
         printf '%s' "$1" >"$sa/token.new" && mv "$sa/token.new" "$sa/token"
 }
-rotate_token token-1
 
 cat >"$WORK/pods.json" <<EOF
 {"items": [{"metadata": {"name": "worker-0", "namespace": "$NS", "uid": "$UID0",
@@ -55,19 +44,6 @@ cat >"$WORK/pods.json" <<EOF
               {"type": "SlurmNodeStateIdle", "status": "True", "reason": "", "message": ""}]}}]}
 EOF
 
-start_fake() {
-        "$FAKE" --pods "$WORK/pods.json" --token-file "$WORK/server-token" \
-                --tls-cert "$WORK/pki/server.crt" --tls-key "$WORK/pki/server.key" \
-                --port 0 --control-port 0 >"$WORK/fake.out" 2>"$WORK/fake.err" &
-        fake_pid=$!
-        wait_for 10 grep -q '^control on' "$WORK/fake.out" ||
-                { cat "$WORK/fake.err" >&2; echo "FAIL: the fake API server did not start" >&2; exit 1; }
-        API=$(sed -n 's/^listening on //p' "$WORK/fake.out")
-        CTL=$(sed -n 's/^control on //p' "$WORK/fake.out")
-}
-
-# ctl METHOD PATH [BODY]: the fake's control port
-ctl() { curl -sf -X "$1" "$CTL$2" ${3:+-H 'Content-Type: application/json' --data-binary "$3"}; }
 pod_condition() { ctl GET /pods/worker-0 | jq -c --arg t "$TYPE" '.status.conditions[] | select(.type == $t)'; }
 condition_field() { pod_condition | jq -r ".$1"; }
 condition_is() { [ "$(condition_field status)/$(condition_field reason)" = "$1" ]; }
@@ -106,7 +82,7 @@ make_drift() { publish "ENROOT_MOUNT_HOME=${1:-no}\nhttps_proxy=http://u:$SECRET
 publish 'ENROOT_MOUNT_HOME=yes\n' 'NCCL_DEBUG=WARN\n'
 cp "$WORK/src/enroot.conf" "$root/etc/enroot/enroot.conf"
 cp "$WORK/src/99-aicr-defaults.env" "$root/etc/enroot/environ.d/99-aicr-defaults.env"
-start_fake
+start_fake "$WORK/pods.json"
 
 # --- options ------------------------------------------------------------------
 expect_status 2 env -u KUBERNETES_SERVICE_HOST "$AGENT" --check-config --desired-dir "$cm" --kube on

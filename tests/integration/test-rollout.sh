@@ -25,14 +25,7 @@ export PATH=$PATH:/usr/sbin:/sbin
 section() { echo "== $* (at ${SECONDS}s)" >&2; }
 NS=slurm
 slurm=$WORK/slurm
-fake_pid=
 controller_pid=
-stop_fake() {
-        [ -n "$fake_pid" ] || return 0
-        kill "$fake_pid" 2>/dev/null || true
-        wait "$fake_pid" 2>/dev/null || true
-        fake_pid=
-}
 stop_controller() {
         [ -n "$controller_pid" ] || return 0
         kill "$controller_pid" 2>/dev/null || true
@@ -55,11 +48,7 @@ set -a
 . "$WORK/cluster.env"
 set +a
 
-bash "$TOP_SRCDIR/tests/tools/make-test-ca.sh" "$WORK/pki" >/dev/null
-mkdir -p "$WORK/sa"
-cp "$WORK/pki/ca.crt" "$WORK/sa/ca.crt"
-printf 'rollout-token' >"$WORK/sa/token"
-printf 'rollout-token' >"$WORK/server-token"
+kube_pki "$WORK/sa" "$NS" rollout-token
 
 # --- the pods ------------------------------------------------------------------
 WSEL=app.kubernetes.io/instance=slinky-slurm-worker-slinky
@@ -78,9 +67,9 @@ pod_json() {
                                        {type: "EnrootConfigCurrent", status: $status,
                                         reason: $reason, message: "test"}]}}'
 }
-# start_fake "0:False 1:True ..." LOGIN-STATUS: worker pods slurm-worker-slinky-N
+# start_pods "0:False 1:True ..." LOGIN-STATUS: worker pods slurm-worker-slinky-N
 # (hostname slinky-N) with that condition, one login pod.
-start_fake() {
+start_pods() {
         local spec w
         stop_fake
         {
@@ -94,15 +83,8 @@ start_fake() {
                 pod_json slurm-login-slinky-a 00000000-0000-0000-0000-0000000000aa login "$2"
                 echo ']}'
         } >"$WORK/pods.json"
-        "$FAKE" --pods "$WORK/pods.json" --token-file "$WORK/server-token" --namespace "$NS" \
-                --tls-cert "$WORK/pki/server.crt" --tls-key "$WORK/pki/server.key" \
-                --port 0 --control-port 0 >"$WORK/fake.out" 2>"$WORK/fake.err" &
-        fake_pid=$!
-        wait_for 10 grep -q '^control on' "$WORK/fake.out" || { cat "$WORK/fake.err" >&2; exit 1; }
-        API=$(sed -n 's/^listening on //p' "$WORK/fake.out")
-        CTL=$(sed -n 's/^control on //p' "$WORK/fake.out")
+        start_fake "$WORK/pods.json" --namespace "$NS"
 }
-ctl() { curl -sf -X "$1" "$CTL$2" ${3:+-H 'Content-Type: application/json' --data-binary "$3"}; }
 
 # The controller: recreates deleted pods; NEVER_READY names a worker whose
 # replacement never becomes Ready.
@@ -183,7 +165,7 @@ expect_status 0 "$AGENT" rollout --help
 grep -q 'Usage: aicr-enroot-agent rollout' "$WORK/out" && pass || fail "--help"
 
 section "nothing stale"
-start_fake "0:True 1:True 2:True 3:True" True
+start_pods "0:True 1:True 2:True 3:True" True
 rollout plan
 expect_rc 0 "plan, nothing stale"
 grep -q 'nothing to do' "$WORK/out" && pass || fail "plan says: $(cat "$WORK/out")"
@@ -194,7 +176,7 @@ wait_for 10 all_idle && pass || fail "nodes touched: $(sinfo -N)"
 
 # --- a node drained beforehand for another reason: stop, change nothing ---------------
 section "a node drained beforehand for another reason: stop, change nothing"
-start_fake "0:True 1:False 2:True 3:False" True
+start_pods "0:True 1:False 2:True 3:False" True
 scontrol update nodename=slinky-3 state=drain reason="disk check by ops"
 rollout plan
 expect_rc 1 "plan with a foreign drain"
@@ -219,7 +201,7 @@ reset_nodes
 
 # --- some stale, a running job, window: the job ends first; current pods untouched ---
 section "some stale, a running job, window: the job ends first; current pods untouched"
-start_fake "0:True 1:False 2:False 3:True" False
+start_pods "0:True 1:False 2:False 3:True" False
 start_controller
 job=$(sbatch --parsable -w slinky-1 -N1 -o /dev/null --wrap 'sleep 3' 2>/dev/null) || job=
 wait_for 5 sh -c "squeue -h -j '$job' -t RUNNING | grep -q ." || fail "the test job did not start"
@@ -245,7 +227,7 @@ reset_nodes
 
 # --- a replacement that never becomes Ready: timeout, status, abort -------------------
 section "a replacement that never becomes Ready: timeout, status, abort"
-start_fake "0:True 1:False 2:False 3:True" True
+start_pods "0:True 1:False 2:False 3:True" True
 NEVER_READY=slurm-worker-slinky-1 start_controller
 scontrol update nodename=slinky-3 state=drain reason="disk check by ops"
 rollout apply --pod-timeout 3 --exclude slinky-3
@@ -267,7 +249,7 @@ reset_nodes
 
 # --- interrupted, then continued by a second apply --------------------------------------
 section "interrupted, then continued by a second apply"
-start_fake "0:False 1:False 2:False 3:True" True
+start_pods "0:False 1:False 2:False 3:True" True
 start_controller
 "$AGENT" rollout apply --kube-api "$API" --serviceaccount-dir "$WORK/sa" --namespace "$NS" \
         --poll-interval 100 >"$WORK/first.out" 2>&1 &
@@ -291,7 +273,7 @@ reset_nodes
 
 # --- all stale: every worker, then the login pod, then every node back -------------
 section "all stale"
-start_fake "0:False 1:False 2:False 3:False" False
+start_pods "0:False 1:False 2:False 3:False" False
 start_controller
 rollout apply --format json
 expect_rc 0 "apply, all stale"
@@ -308,7 +290,7 @@ reset_nodes
 
 # --- rolling: one node at a time, the rest in service -----------------------------------
 section "rolling: one node at a time, the rest in service"
-start_fake "0:False 1:False 2:True 3:True" True
+start_pods "0:False 1:False 2:True 3:True" True
 start_controller
 rollout apply --strategy rolling
 expect_rc 0 "rolling apply"

@@ -44,34 +44,14 @@ cm=$WORK/cm
 root=$WORK/root
 sa=$WORK/sa
 mkdir -p "$cm" "$root/etc/enroot/environ.d" "$sa"
-fake_pid=
-stop_fake() {
-        [ -n "$fake_pid" ] || return 0
-        kill "$fake_pid" 2>/dev/null || true
-        wait "$fake_pid" 2>/dev/null || true
-        fake_pid=
-}
 trap 'stop_agent; stop_fake; rm -rf "$WORK"' EXIT
 
-bash "$TOP_SRCDIR/tests/tools/make-test-ca.sh" "$WORK/pki" >/dev/null ||
-        { echo "FAIL: make-test-ca.sh failed" >&2; exit 1; }
-cp "$WORK/pki/ca.crt" "$sa/ca.crt"
-echo "$NS" >"$sa/namespace"
-printf 'token-1' >"$sa/token"
-printf 'token-1' >"$WORK/server-token"
+kube_pki "$sa" "$NS" token-1
 cat >"$WORK/pods.json" <<EOF
 {"items": [{"metadata": {"name": "worker-0", "namespace": "$NS", "uid": "$UID0", "resourceVersion": "100"},
             "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]}
 EOF
-"$FAKE" --pods "$WORK/pods.json" --token-file "$WORK/server-token" \
-        --tls-cert "$WORK/pki/server.crt" --tls-key "$WORK/pki/server.key" \
-        --port 0 --control-port 0 >"$WORK/fake.out" 2>"$WORK/fake.err" &
-fake_pid=$!
-wait_for 10 grep -q '^control on' "$WORK/fake.out" ||
-        { cat "$WORK/fake.err" >&2; echo "FAIL: the fake API server did not start" >&2; exit 1; }
-API=$(sed -n 's/^listening on //p' "$WORK/fake.out")
-CTL=$(sed -n 's/^control on //p' "$WORK/fake.out")
-ctl() { curl -sf -X "$1" "$CTL$2" ${3:+-H 'Content-Type: application/json' --data-binary "$3"}; }
+start_fake "$WORK/pods.json"
 requests() { ctl GET /requests | jq -r ".[] | select(${1:-true}) | \"\(.method) \(.path) \(.status)\""; }
 
 publish 'ENROOT_MOUNT_HOME=yes\n' 'NCCL_DEBUG=WARN\n'
