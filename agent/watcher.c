@@ -54,18 +54,25 @@ struct Watcher {
         int inotify_fd;
         int wd; /* -1 while the directory is lost */
         sd_event_source *inotify_source;
-        sd_event_source *settle_source; /* coalesces a burst of events */
-        sd_event_source *retry_source;  /* inotify mode: looks for a lost directory */
-        sd_event_source *poll_source;   /* poll mode */
+        sd_event_source *settle_source;    /* coalesces a burst of events */
+        sd_event_source *retry_source;     /* inotify mode: looks for a lost directory */
+        sd_event_source *poll_source;      /* poll mode */
+        sd_event_source *signature_source; /* takes the signature once a flip's call is done */
 
-        bool pending; /* a burst is being coalesced: the handler will run */
+        bool pending; /* a burst is being coalesced: the handler (or a signature) is due */
         bool flipped; /* ..data was renamed in this burst: the handler runs at once */
+        bool live;    /* the burst holds an event that can change what a read sees */
         uint64_t burst_start_usec;
         uint64_t flip_usec;
         uint64_t last_flip_call_usec; /* CLOCK_MONOTONIC, of the last call for a flip */
         WatchReason pending_reason;
 
-        DirSignature sig; /* taken just before the handler last ran */
+        DirSignature sig;     /* taken just before the handler last ran, or once the
+                               * loop was idle after a flip's call */
+        bool signature_stale; /* a flip's call ran and sig is not taken yet */
+        char *data_link_path; /* path/..data */
+        /* ..data's target when the handler last ran, "" when there was none */
+        char read_version[NAME_MAX + 1];
         bool has_reason;
         char fallback_reason[512];
 };
@@ -305,23 +312,91 @@ static int reason_rank(WatchReason r) {
         }
 }
 
+/* Takes the signature watcher_verify() compares with. */
+static void take_signature(Watcher *w) {
+        signature_read(w->path, &w->sig);
+        w->signature_stale = false;
+        if (w->signature_source)
+                (void) sd_event_source_set_enabled(w->signature_source, SD_EVENT_OFF);
+}
+
+static void set_read_version(Watcher *w, const char *version) {
+        (void) snprintf(w->read_version, sizeof w->read_version, "%s", version);
+}
+
+static int on_idle_signature(_unused_ sd_event_source *s, void *userdata) {
+        take_signature(userdata);
+        return 0;
+}
+
+/* After a flip's call: the signature (a readdir and an lstat per entry, while
+ * kubelet is still removing the old version, which contends for the same
+ * directory) waits until the loop has nothing else to do, so the new state
+ * is served first. A change in between is reported by inotify like any other;
+ * watcher_verify() finds the signature taken, or takes it itself. */
+static void defer_signature(Watcher *w) {
+        int r;
+
+        w->signature_stale = true;
+        if (!w->signature_source) {
+                r = sd_event_add_defer(w->event, &w->signature_source, on_idle_signature, w);
+                if (r < 0) {
+                        log_debug_errno(r, "Cannot defer the signature of \"%s\": %m.", w->path);
+                        take_signature(w);
+                        return;
+                }
+                (void) sd_event_source_set_priority(w->signature_source, SD_EVENT_PRIORITY_IDLE);
+                (void) sd_event_source_set_description(w->signature_source, "watcher-signature");
+        }
+        r = sd_event_source_set_enabled(w->signature_source, SD_EVENT_ONESHOT);
+        if (r < 0) {
+                log_debug_errno(r, "Cannot defer the signature of \"%s\": %m.", w->path);
+                take_signature(w);
+        }
+}
+
 static int on_settle(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *userdata) {
         Watcher *w = userdata;
         WatchReason reason = w->pending_reason;
+        bool flipped = w->flipped, live = w->live;
 
-        if (w->flipped && sd_event_now(w->event, CLOCK_MONOTONIC, &w->last_flip_call_usec) < 0)
+        if (flipped && sd_event_now(w->event, CLOCK_MONOTONIC, &w->last_flip_call_usec) < 0)
                 w->last_flip_call_usec = 0;
         w->pending = false;
         w->flipped = false;
-        /* What the handler is about to read: watcher_verify() compares with it. */
-        signature_read(w->path, &w->sig);
+        w->live = false;
+
+        if (flipped) {
+                char version[NAME_MAX + 1];
+                ssize_t n;
+
+                /* Only the version the handler is about to read is needed
+                 * now (for event_is_inert()). */
+                n = readlink(w->data_link_path, version, sizeof version - 1);
+                version[n < 0 ? 0 : n] = '\0';
+                set_read_version(w, version);
+                defer_signature(w);
+        } else {
+                /* What the handler is about to read: watcher_verify()
+                 * compares with it. */
+                take_signature(w);
+                set_read_version(w, w->sig.link_error ? "" : w->sig.version);
+                if (!live) {
+                        log_debug("Directory \"%s\": only versions that ..data does not name "
+                                  "changed; nothing to read.",
+                                  w->path);
+                        return 0;
+                }
+        }
         log_debug("Directory \"%s\" changed (%s): looking again.", w->path,
                   watch_reason_to_string(reason));
         w->handler(w, reason, w->userdata);
         return 0;
 }
 
-static int schedule_handler(Watcher *w, WatchReason reason, bool immediately) {
+/* live: the events can change what a read sees (see event_is_inert());
+ * a burst of none takes a new signature and does not call the handler. */
+static int schedule_handler(Watcher *w, WatchReason reason, bool live, bool immediately) {
         uint64_t now, deadline;
         int r;
 
@@ -336,6 +411,8 @@ static int schedule_handler(Watcher *w, WatchReason reason, bool immediately) {
         } else if (reason_rank(reason) > reason_rank(w->pending_reason)) {
                 w->pending_reason = reason;
         }
+        if (live)
+                w->live = true;
 
         /* Quiet for WATCHER_SETTLE_USEC, but never later than
          * WATCHER_SETTLE_MAX_USEC after the burst began. */
@@ -445,6 +522,12 @@ static void stop_inotify(Watcher *w) {
 
 static int start_poll(Watcher *w) {
         stop_inotify(w);
+        /* Polling compares with what the handler last read: a signature taken
+         * later could hide a change from it. One not taken yet differs from
+         * the directory, which costs one more call, never a missed change. */
+        if (w->signature_source)
+                (void) sd_event_source_set_enabled(w->signature_source, SD_EVENT_OFF);
+        w->signature_stale = false;
         w->active = WATCH_POLL;
         return arm_timer(w, &w->poll_source, on_poll, "watcher-poll");
 }
@@ -521,7 +604,7 @@ static int on_retry(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *u
         r = add_watch(w);
         if (r >= 0) {
                 log_info("Directory \"%s\" is back; watching it again.", w->path);
-                r = schedule_handler(w, WATCH_REASON_RECREATED, false);
+                r = schedule_handler(w, WATCH_REASON_RECREATED, true, false);
                 if (r < 0)
                         log_error_errno(r, "Cannot schedule a look at \"%s\": %m.", w->path);
                 return 0;
@@ -543,10 +626,24 @@ static int on_retry(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *u
         return 0;
 }
 
+/* Names that start with ".." are never keys (Kubernetes refuses such
+ * ConfigMap keys, and so does the agent): they are kubelet's version
+ * directories and ..data_tmp. A read goes through ..data and the version it
+ * names only (volume_read()), so a change to any other such name changes
+ * nothing a read sees: the next version being written before the flip, the
+ * old one removed after it. */
+static bool event_is_inert(const Watcher *w, const struct inotify_event *ev) {
+        if (ev->len == 0 || (ev->mask & LOST_MASK))
+                return false;
+        if (!startswith(ev->name, "..") || streq(ev->name, DATA_LINK))
+                return false;
+        return !streq(ev->name, w->read_version);
+}
+
 /* Reads what inotify has queued and schedules the handler. Returns the
  * number of events that concern us, or -errno. */
 static int drain_inotify(Watcher *w) {
-        bool lost = false, overflow = false, flipped = false;
+        bool lost = false, overflow = false, flipped = false, live = false;
         unsigned reads = 0;
         int n_events = 0, r;
 
@@ -582,6 +679,8 @@ static int drain_inotify(Watcher *w) {
                         n_events++;
                         if (ev->mask & LOST_MASK)
                                 lost = true;
+                        if (!event_is_inert(w, ev))
+                                live = true;
                         if ((ev->mask & IN_MOVED_TO) && ev->len > 0 &&
                             streq(ev->name, VOLUME_DATA_LINK))
                                 flipped = true;
@@ -595,13 +694,13 @@ static int drain_inotify(Watcher *w) {
                                         "Cannot keep watching \"%s\": %m. Changes are seen "
                                         "only at the next resync.",
                                         w->path);
-                r = schedule_handler(w, WATCH_REASON_RECREATED, false);
+                r = schedule_handler(w, WATCH_REASON_RECREATED, true, false);
         } else if (overflow) {
                 log_notice("The inotify queue for \"%s\" overflowed; reading everything again.",
                            w->path);
-                r = schedule_handler(w, WATCH_REASON_OVERFLOW, false);
+                r = schedule_handler(w, WATCH_REASON_OVERFLOW, true, false);
         } else if (n_events > 0) {
-                r = schedule_handler(w, WATCH_REASON_INOTIFY, flipped);
+                r = schedule_handler(w, WATCH_REASON_INOTIFY, live, flipped);
         } else {
                 r = 0;
         }
@@ -664,6 +763,10 @@ static int start_inotify(Watcher *w, int dir_fd, bool *ret_inotify_problem) {
                 *ret_inotify_problem = false;
                 return r;
         }
+        /* When a change and a request wake the loop together, the change is
+         * looked at first: the request gets the new state, not the one the
+         * change replaces. */
+        (void) sd_event_source_set_priority(w->inotify_source, SD_EVENT_PRIORITY_IMPORTANT);
         (void) sd_event_source_set_description(w->inotify_source, "watcher-inotify");
         w->active = WATCH_INOTIFY;
         return 0;
@@ -677,7 +780,9 @@ Watcher *watcher_free(Watcher *w) {
         stop_inotify(w);
         sd_event_source_disable_unref(w->settle_source);
         sd_event_source_disable_unref(w->poll_source);
+        sd_event_source_disable_unref(w->signature_source);
         sd_event_unref(w->event);
+        free(w->data_link_path);
         free(w->path);
         free(w);
         return NULL;
@@ -708,6 +813,10 @@ int watcher_new(sd_event *e, const char *dir, WatchMode mode, uint64_t poll_inte
         w->path = strdup(dir);
         if (!w->path)
                 return -ENOMEM;
+        if (asprintf(&w->data_link_path, "%s/" DATA_LINK, dir) < 0) {
+                w->data_link_path = NULL;
+                return -ENOMEM;
+        }
 
         fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
@@ -723,7 +832,8 @@ int watcher_new(sd_event *e, const char *dir, WatchMode mode, uint64_t poll_inte
         }
         /* After the watch exists: a change from here on is reported, so the
          * signature never hides one from watcher_verify(). */
-        signature_read(w->path, &w->sig);
+        take_signature(w);
+        set_read_version(w, w->sig.link_error ? "" : w->sig.version);
 
         if (w->active != WATCH_INOTIFY) {
                 r = start_poll(w);
@@ -764,6 +874,12 @@ int watcher_verify(Watcher *w) {
                 return r;
         if (w->pending || w->active != WATCH_INOTIFY || w->wd < 0)
                 return WATCH_VERIFY_OK;
+        if (w->signature_stale) {
+                /* a flip's call ran and the loop was never idle since:
+                 * nothing to compare with yet */
+                take_signature(w);
+                return WATCH_VERIFY_OK;
+        }
 
         signature_read(w->path, &now);
 

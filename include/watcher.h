@@ -18,8 +18,15 @@
  * last flip was looked at less than WATCHER_SETTLE_USEC before: a storm of
  * updates is coalesced like any other burst). The rest of
  * kubelet's update (links for new keys, rm -r of the old version: well under
- * a millisecond) is usually a second, short burst and a second call
- * WATCHER_SETTLE_USEC later, which reads the same state. An inotify
+ * a millisecond) is usually a second, short burst; when it touches only
+ * names that start with ".." other than ..data and the version the handler
+ * last read (Kubernetes refuses such keys: they are version directories and
+ * ..data_tmp, which no read goes through), it calls nothing and only takes
+ * a new signature; a link for a new key still calls the handler. The
+ * inotify source runs before the loop's other sources of the same turn (a
+ * scrape that arrives with a change is answered after the change is looked
+ * at), and after a flip's call the signature for watcher_verify() is taken
+ * once the loop is idle, not before the call. An inotify
  * queue overflow (IN_Q_OVERFLOW) is a hint like any other. When the
  * directory is deleted, moved away or unmounted, the handler runs (reason
  * RECREATED, the directory is gone), the watcher checks every poll interval
