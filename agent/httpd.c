@@ -42,6 +42,7 @@ struct Httpd {
         unsigned others;     /* such connections open now */
         unsigned evicting;   /* of those, shut down for a newcomer, not closed yet */
         bool closed_in_run;  /* a connection closed during the last MHD_run() */
+        bool in_run;         /* inside MHD_run(): its callbacks are on the stack */
         bool stopping;       /* httpd_free() runs: the event sources are gone */
         bool deadline_armed; /* the deadline timer is on */
         uint64_t request_deadline_usec;
@@ -480,8 +481,10 @@ static void rearm_timer(Httpd *h) {
 
 static void run_mhd(Httpd *h) {
         h->closed_in_run = false;
+        h->in_run = true;
         if (MHD_run(h->mhd) != MHD_YES)
                 log_debug("libmicrohttpd: MHD_run() failed");
+        h->in_run = false;
         /* At its connection limit libmicrohttpd takes the listening socket out
          * of its epoll set, and puts it back only at the start of a later
          * MHD_run(). When the connections that filled the limit all closed
@@ -677,6 +680,11 @@ static int on_mhd_io(sd_event_source *s, int fd, uint32_t revents, void *userdat
 static int on_mhd_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         run_mhd(userdata);
         return 0;
+}
+
+void httpd_answer_waiting(Httpd *h) {
+        if (h && !h->stopping && !h->in_run)
+                run_mhd(h);
 }
 
 /* ---------------------------------------------------------------------------

@@ -51,6 +51,7 @@ struct PodSync {
         uint64_t last_write_usec; /* when the agent's last patch succeeded */
         unsigned fights;
 
+        sd_event_source *update_source; /* sends what podsync_update() took in */
         bool stopped;
         bool rbac_logged[_KUBE_VERB_MAX];
         KubeCall *get_call, *watch_call, *patch_call, *event_call;
@@ -773,6 +774,16 @@ static void maybe_announce(PodSync *s) {
 /* ---------------------------------------------------------------------------
  * Life cycle */
 
+static int on_update(_unused_ sd_event_source *src, void *userdata) {
+        PodSync *s = userdata;
+
+        if (s->stopped)
+                return 0;
+        maybe_announce(s);
+        maybe_patch(s);
+        return 0;
+}
+
 int podsync_update(PodSync *s, const Report *r) {
         _cleanup_(condition_done) Condition c = {};
         int k;
@@ -794,8 +805,12 @@ int podsync_update(PodSync *s, const Report *r) {
         if (scheduled(s, CHANNEL_PATCH) && s->retry[CHANNEL_PATCH].attempt == 0)
                 (void) sd_event_source_set_enabled(s->retry[CHANNEL_PATCH].timer, SD_EVENT_OFF);
         s->last_write_usec = 0;
-        maybe_announce(s);
-        maybe_patch(s);
+        /* Built and sent on the loop's next turn: the caller answers the
+         * scrapes that waited for the new state first. */
+        if (sd_event_source_set_enabled(s->update_source, SD_EVENT_ONESHOT) < 0) {
+                maybe_announce(s);
+                maybe_patch(s);
+        }
         return 0;
 }
 
@@ -829,6 +844,7 @@ PodSync *podsync_free(PodSync *s) {
         kube_call_cancel(s->watch_call);
         kube_call_cancel(s->patch_call);
         kube_call_cancel(s->event_call);
+        sd_event_source_disable_unref(s->update_source);
         for (Channel ch = 0; ch < _CHANNEL_MAX; ch++)
                 sd_event_source_disable_unref(s->retry[ch].timer);
         kube_client_free(s->client);
@@ -851,6 +867,7 @@ int podsync_new(sd_event *e, KubeClient *client, const PodSyncConfig *cfg, PodSy
         _cleanup_(kube_client_freep) KubeClient *owned = client;
         _cleanup_(podsync_freep) PodSync *s = NULL;
         char ns[3 * 253 + 1];
+        int r;
 
         s = calloc(1, sizeof(PodSync));
         if (!s)
@@ -876,6 +893,11 @@ int podsync_new(sd_event *e, KubeClient *client, const PodSyncConfig *cfg, PodSy
         schedule(s, CHANNEL_POD, 0);
         if (!s->retry[CHANNEL_POD].timer)
                 return -ENOMEM;
+        r = sd_event_add_defer(e, &s->update_source, on_update, s);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(s->update_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(s->update_source, "kube-update");
         *ret = TAKE_PTR(s);
         return 0;
 }

@@ -132,6 +132,14 @@ typedef struct Httpd Httpd;
 int httpd_start(sd_event *e, const HttpdListen *listen, const HttpdLimits *limits,
                 const HttpdSource *source, Httpd **ret, char **ret_error);
 
+/* Answers, now, the requests that are ready (their bytes arrived): the owner
+ * calls it right after it publishes a new Report, so a scrape that arrived
+ * during the evaluation gets the new state before the loop turns to anything
+ * else (the pod condition's PATCH). Costs one epoll_wait() when nothing is
+ * ready. Does nothing when called from inside the server's own callbacks,
+ * or with NULL. */
+void httpd_answer_waiting(Httpd *h);
+
 /* Closes every connection and the listening socket, detaches from the loop. */
 Httpd *httpd_free(Httpd *h);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Httpd *, httpd_free);

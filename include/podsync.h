@@ -64,7 +64,9 @@ PodSync *podsync_free(PodSync *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(PodSync *, podsync_free);
 
 /* The agent's view changed (or not: then nothing happens). r is borrowed
- * for the call only. Returns 0 or -ENOMEM. */
+ * for the call only. The condition it asks for counts at once (podsync_status()
+ * is no longer synced); the PATCH, and the Event, are built and sent on the
+ * loop's next turn. Returns 0 or -ENOMEM. */
 int podsync_update(PodSync *s, const Report *r);
 
 /* SIGHUP: every waiting retry runs now, and a condition the server refused
