@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "fileio.h"
@@ -97,9 +98,36 @@ typedef struct Renderer {
         StrBuf scratch; /* safe_string() result */
 } Renderer;
 
+/* Appends each string in turn; stops at the first error. The renderer
+ * builds every line from pieces: a printf() per sample was most of the cost
+ * of a scrape that follows a change. */
+static int put_strings(StrBuf *b, const char *const *parts, size_t n) {
+        int r = 0;
+
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = strbuf_puts(b, parts[i]);
+        return r;
+}
+
 static int put_family(Renderer *w, const char *name, const char *type, const char *help) {
         /* help texts are ours: no backslash or newline to escape */
-        return strbuf_printf(w->out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+        return put_strings(w->out,
+                           (const char *const[]){"# HELP ", name, " ", help, "\n# TYPE ", name, " ",
+                                                 type, "\n"},
+                           9);
+}
+
+/* Whether s can go out as it is: printable ASCII with nothing to escape,
+ * at most max_bytes long (what safe_string() and put_escaped() would leave
+ * unchanged). */
+static bool is_plain_label_value(const char *s, size_t max_bytes) {
+        size_t n = 0;
+
+        for (; *s; s++, n++)
+                if (n >= max_bytes || (unsigned char) *s < 0x20 || (unsigned char) *s >= 0x7f ||
+                    *s == '\\' || *s == '"')
+                        return false;
+        return true;
 }
 
 static int put_escaped(StrBuf *b, const char *s) {
@@ -129,19 +157,26 @@ static int put_sample(Renderer *w, const char *name, const Label *labels, size_t
 
         r = strbuf_puts(w->out, name);
         for (size_t i = 0; i < n_labels && r >= 0; i++) {
-                r = strbuf_printf(w->out, "%c%s=\"", i == 0 ? '{' : ',', labels[i].name);
-                if (r >= 0)
-                        r = safe_string(&w->scratch, labels[i].value ? labels[i].value : "",
-                                        METRICS_MAX_LABEL_BYTES);
-                if (r >= 0)
-                        r = put_escaped(w->out, strbuf_str(&w->scratch));
+                const char *v = labels[i].value ? labels[i].value : "";
+
+                r = put_strings(w->out,
+                                (const char *const[]){i == 0 ? "{" : ",", labels[i].name, "=\""},
+                                3);
+                if (r >= 0 && is_plain_label_value(v, METRICS_MAX_LABEL_BYTES))
+                        r = strbuf_puts(w->out, v);
+                else {
+                        if (r >= 0)
+                                r = safe_string(&w->scratch, v, METRICS_MAX_LABEL_BYTES);
+                        if (r >= 0)
+                                r = put_escaped(w->out, strbuf_str(&w->scratch));
+                }
                 if (r >= 0)
                         r = strbuf_putc(w->out, '"');
         }
         if (r >= 0 && n_labels > 0)
                 r = strbuf_putc(w->out, '}');
         if (r >= 0)
-                r = strbuf_printf(w->out, " %s\n", value);
+                r = put_strings(w->out, (const char *const[]){" ", value, "\n"}, 3);
         return r;
 }
 
@@ -150,9 +185,15 @@ typedef struct Number {
 } Number;
 
 static Number u64(uint64_t v) {
+        char digits[21];
+        size_t i = sizeof digits;
         Number n;
 
-        (void) snprintf(n.s, sizeof n.s, "%" PRIu64, v);
+        do
+                digits[--i] = (char) ('0' + v % 10);
+        while ((v /= 10) > 0);
+        memcpy(n.s, digits + i, sizeof digits - i);
+        n.s[sizeof digits - i] = '\0';
         return n;
 }
 
@@ -740,85 +781,157 @@ static int boot_time_seconds(uint64_t *ret) {
         return -EBADMSG;
 }
 
-static int count_open_fds(uint64_t *ret) {
-        DIR *d;
-        struct dirent *de;
-        uint64_t n = 0;
-        int own;
+/* /proc/self/statm and /proc/self/fd stay open between scrapes: opening them
+ * by path costs more than reading them (procfs builds a dentry for each
+ * step). A read at offset 0 of the one, a look at the other, and procfs
+ * produces them afresh. The process is single-threaded; children never
+ * inherit them (close-on-exec). */
+static int proc_statm_fd = -EBADF;
+static DIR *proc_fd_dir;
 
-        d = opendir("/proc/self/fd");
-        if (!d)
-                return negative_errno();
-        own = dirfd(d);
+static int read_proc_statm(char *buf, size_t size) {
+        for (int attempt = 0; attempt < 2; attempt++) {
+                ssize_t n;
+
+                if (proc_statm_fd < 0) {
+                        proc_statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+                        if (proc_statm_fd < 0)
+                                return negative_errno();
+                }
+                n = pread(proc_statm_fd, buf, size - 1, 0);
+                if (n >= 0 && (size_t) n < size - 1) {
+                        buf[n] = '\0';
+                        return 0;
+                }
+                if (n >= 0)
+                        return -EBADMSG;
+                /* whatever went wrong, a fresh descriptor is worth one try */
+                closep(&proc_statm_fd);
+                proc_statm_fd = -EBADF;
+        }
+        return -EIO;
+}
+
+static int count_open_fds(uint64_t *ret) {
+        struct dirent *de;
+        struct stat st;
+        uint64_t n = 0;
+
+        if (!proc_fd_dir) {
+                proc_fd_dir = opendir("/proc/self/fd");
+                if (!proc_fd_dir)
+                        return negative_errno();
+        }
+        /* Since Linux 6.2 the directory's size is the number of open
+         * descriptors, counted without listing them; before, it is 0. */
+        if (fstat(dirfd(proc_fd_dir), &st) == 0 && st.st_size > 0) {
+                n = (uint64_t) st.st_size - 1 - (proc_statm_fd >= 0);
+                *ret = n;
+                return 0;
+        }
+        rewinddir(proc_fd_dir);
         errno = 0;
-        while ((de = readdir(d))) {
+        while ((de = readdir(proc_fd_dir))) {
+                int fd;
+
                 if (de->d_name[0] == '.')
                         continue;
-                /* the directory's own descriptor is not one of ours */
-                if (own >= 0 && atoi(de->d_name) == own)
+                /* the two descriptors kept for reading these statistics are
+                 * not the agent's own */
+                fd = atoi(de->d_name);
+                if (fd == dirfd(proc_fd_dir) || fd == proc_statm_fd)
                         continue;
                 n++;
         }
         if (errno != 0) {
                 int r = negative_errno();
-                (void) closedir(d);
+                (void) closedir(proc_fd_dir);
+                proc_fd_dir = NULL;
                 return r;
         }
-        (void) closedir(d);
         *ret = n;
         return 0;
 }
 
-int process_stats_read(ProcessStats *ret) {
+/* When this process started (CLOCK_REALTIME, µs): /proc/self/stat's field
+ * 22 (clock ticks after boot) plus the boot time. It never changes, so it is
+ * read once. */
+static int start_time_usec(uint64_t *ret) {
+        static uint64_t cached;
         _cleanup_free_ char *stat = NULL;
-        ProcessStats p = {};
-        uint64_t utime = 0, stime = 0, start = 0, rss = 0, btime;
-        struct rlimit rl;
-        long tck, page;
+        uint64_t start = 0, btime;
         char *s, *save = NULL;
         unsigned field;
         size_t len;
+        long tck;
         int r;
 
+        if (cached > 0) {
+                *ret = cached;
+                return 0;
+        }
         tck = sysconf(_SC_CLK_TCK);
-        page = sysconf(_SC_PAGESIZE);
-        if (tck <= 0 || page <= 0)
+        if (tck <= 0)
                 return -EINVAL;
-
         r = read_file_at(AT_FDCWD, "/proc/self/stat", 0, PROC_SELF_STAT_MAX_BYTES, &stat, &len);
         if (r < 0)
                 return r;
         /* "pid (comm) state ppid ...": comm may hold spaces and parentheses,
-         * so the fields start after the last ')', with field 3 (proc(5) numbers
-         * them from 1). We need 14 utime and 15 stime, 22 starttime (clock
-         * ticks), 23 vsize (bytes) and 24 rss (pages). */
+         * so the fields start after the last ')', with field 3 (proc(5)
+         * numbers them from 1). */
         s = strrchr(stat, ')');
         if (!s)
                 return -EBADMSG;
         field = 3;
-        for (char *tok = strtok_r(s + 1, " \n", &save); tok && field <= 24;
-             tok = strtok_r(NULL, " \n", &save), field++) {
-                uint64_t *dst = field == 14   ? &utime
-                                : field == 15 ? &stime
-                                : field == 22 ? &start
-                                : field == 23 ? &p.virtual_bytes
-                                : field == 24 ? &rss
-                                              : NULL;
-                if (!dst)
-                        continue;
-                r = parse_u64(tok, dst);
-                if (r < 0)
-                        return r;
-        }
-        if (field <= 24)
+        for (char *tok = strtok_r(s + 1, " \n", &save); tok && field <= 22;
+             tok = strtok_r(NULL, " \n", &save), field++)
+                if (field == 22) {
+                        r = parse_u64(tok, &start);
+                        if (r < 0)
+                                return r;
+                }
+        if (field <= 22)
                 return -EBADMSG;
-        p.cpu_usec = (utime + stime) * 1000000u / (uint64_t) tck;
-        p.resident_bytes = rss * (uint64_t) page;
-
         r = boot_time_seconds(&btime);
         if (r < 0)
                 return r;
-        p.start_time_usec = btime * 1000000u + start * 1000000u / (uint64_t) tck;
+        cached = btime * 1000000u + start * 1000000u / (uint64_t) tck;
+        *ret = cached;
+        return 0;
+}
+
+int process_stats_read(ProcessStats *ret) {
+        char statm[256];
+        ProcessStats p = {};
+        uint64_t size, resident;
+        struct rlimit rl;
+        struct rusage ru;
+        long page;
+        int r;
+
+        page = sysconf(_SC_PAGESIZE);
+        if (page <= 0)
+                return -EINVAL;
+
+        /* user and system time of every thread, to the microsecond */
+        if (getrusage(RUSAGE_SELF, &ru) < 0)
+                return negative_errno();
+        p.cpu_usec = (uint64_t) ru.ru_utime.tv_sec * 1000000u + (uint64_t) ru.ru_utime.tv_usec +
+                     (uint64_t) ru.ru_stime.tv_sec * 1000000u + (uint64_t) ru.ru_stime.tv_usec;
+
+        /* "size resident shared text lib data dt", in pages: far cheaper for
+         * the kernel to produce than /proc/self/stat */
+        r = read_proc_statm(statm, sizeof statm);
+        if (r < 0)
+                return r;
+        if (sscanf(statm, "%" SCNu64 " %" SCNu64, &size, &resident) != 2)
+                return -EBADMSG;
+        p.virtual_bytes = size * (uint64_t) page;
+        p.resident_bytes = resident * (uint64_t) page;
+
+        r = start_time_usec(&p.start_time_usec);
+        if (r < 0)
+                return r;
 
         r = count_open_fds(&p.open_fds);
         if (r < 0)

@@ -135,8 +135,12 @@ int metrics_render_cached(StrBuf *out, MetricsCache *cache, const Report *r, uin
  * Returns 0, -ENOBUFS, -ENOMEM. */
 int metrics_render_status(StrBuf *out, const Report *r, const MetricsCounters *c);
 
-/* Reads this process's statistics from /proc/self (and getrlimit()).
- * Fills *ret only when every field was read. Never logs.
- * Returns 0, or -errno from the reads, -EBADMSG when /proc/self/stat does
- * not parse. */
+/* Reads this process's statistics: CPU time from getrusage(), memory from
+ * /proc/self/statm, the descriptors from /proc/self/fd, the limits from
+ * getrlimit(), the start time from /proc/self/stat (once: it never changes).
+ * Fills *ret only when every field was read. Never logs. Keeps two
+ * descriptors open (close-on-exec) for the next call; open_fds leaves them
+ * out.
+ * Returns 0, or -errno from the reads, -EBADMSG when a /proc file does not
+ * parse. */
 int process_stats_read(ProcessStats *ret);

@@ -6,6 +6,7 @@
  * checked by the real `promtool check metrics` (PROMTOOL, else the PATH),
  * which must accept it with no lint finding at all.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -768,6 +769,36 @@ static void test_process_stats(void **state) {
 
         assert_int_equal(b.open_fds, a.open_fds + 1);
         assert_true(a.open_fds >= 3);
+        /* the same number as a listing, leaving out what reads the
+         * statistics (the descriptors process_stats_read() keeps, this
+         * listing's own) */
+        {
+                char self_stat[64], self_fd[64], link[256], path[300];
+                uint64_t listed = 0;
+                struct dirent *de;
+                DIR *d;
+
+                (void) snprintf(self_stat, sizeof self_stat, "/proc/%d/statm", (int) getpid());
+                (void) snprintf(self_fd, sizeof self_fd, "/proc/%d/fd", (int) getpid());
+                d = opendir("/proc/self/fd");
+                assert_non_null(d);
+                while ((de = readdir(d))) {
+                        ssize_t n;
+
+                        if (de->d_name[0] == '.' || atoi(de->d_name) == dirfd(d))
+                                continue;
+                        (void) snprintf(path, sizeof path, "/proc/self/fd/%s", de->d_name);
+                        n = readlink(path, link, sizeof link - 1);
+                        assert_true(n > 0);
+                        link[n] = '\0';
+                        if (streq(link, self_stat) || streq(link, self_fd))
+                                continue;
+                        listed++;
+                }
+                (void) closedir(d);
+                assert_int_equal(process_stats_read(&b), 0);
+                assert_int_equal(b.open_fds, listed);
+        }
         assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
         assert_int_equal(a.max_fds, rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : rl.rlim_cur);
         assert_true(a.resident_bytes > 0);
