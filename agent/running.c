@@ -636,6 +636,7 @@ static int view_read_files(RunningView *v, int root_fd, const MountInfo *mi,
 struct MountInfoCache {
         int fd;          /* the open mountinfo file, -EBADF: none */
         uint64_t ns_ino; /* the mount namespace it describes (its ns/mnt inode) */
+        bool own;        /* read through PROC/self: this process's own namespace */
         MountInfo *mi;
         unsigned reads;
 };
@@ -675,18 +676,30 @@ static uint64_t mount_ns_ino(int dir_fd, const char *ns_path) {
 
 /* Whether the cached table is still the namespace's: the same namespace,
  * and no POLLPRI (nor POLLERR, which procfs reports with it) since it was
- * read. */
-static bool cache_is_current(const MountInfoCache *c, uint64_t ns_ino) {
+ * read. procfs reports an event to one poll only, so a table found stale is
+ * dropped at once: the next look cannot take it for current. */
+static bool cache_is_current(MountInfoCache *c, uint64_t ns_ino) {
         struct pollfd p = {.fd = c->fd, .events = POLLPRI};
 
         if (c->fd < 0 || !c->mi || ns_ino == 0 || c->ns_ino != ns_ino)
                 return false;
-        return poll(&p, 1, 0) == 0;
+        if (poll(&p, 1, 0) == 0)
+                return true;
+        closep(&c->fd);
+        c->fd = -EBADF;
+        c->mi = mountinfo_free(c->mi);
+        return false;
+}
+
+/* The same for this process's own namespace, without looking at ns/mnt:
+ * the agent never changes its own mount namespace (see running.h). */
+static bool cache_own_is_current(MountInfoCache *c) {
+        return c && c->own && cache_is_current(c, c->ns_ino);
 }
 
 /* Reads path (relative to dir_fd) into c, keeping the file open for
  * cache_is_current() when it is on procfs. */
-static int cache_read(MountInfoCache *c, int dir_fd, const char *path, uint64_t ns_ino) {
+static int cache_read(MountInfoCache *c, int dir_fd, const char *path, uint64_t ns_ino, bool own) {
         _cleanup_(mountinfo_freep) MountInfo *mi = NULL;
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *data = NULL;
@@ -697,6 +710,7 @@ static int cache_read(MountInfoCache *c, int dir_fd, const char *path, uint64_t 
         closep(&c->fd);
         c->fd = -EBADF;
         c->mi = mountinfo_free(c->mi);
+        c->own = false;
         c->reads++;
 
         /* Opened before it is read: a change in between is reported by the
@@ -711,6 +725,7 @@ static int cache_read(MountInfoCache *c, int dir_fd, const char *path, uint64_t 
                 return r;
         c->mi = TAKE_PTR(mi);
         c->ns_ino = ns_ino;
+        c->own = own;
         if (ns_ino != 0 && fstatfs(fd, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC)
                 c->fd = TAKE_FD(fd);
         return 0;
@@ -727,7 +742,8 @@ static int note_mountinfo_error(RunningView *v, const char *display, int error) 
 /* Reads and parses dir_fd's "mountinfo" (dir_fd: a /proc/PID directory), or
  * takes it from cache. *ret is owned by the cache, or by *ret_owned without
  * one. A failure is a note, not an error. */
-static int view_read_mountinfo(RunningView *v, MountInfoCache *cache, int dir_fd,
+/* own: dir_fd is PROC/self. */
+static int view_read_mountinfo(RunningView *v, MountInfoCache *cache, int dir_fd, bool own,
                                const char *display, MountInfo **ret_owned, const MountInfo **ret) {
         _cleanup_free_ char *data = NULL;
         size_t len;
@@ -738,7 +754,7 @@ static int view_read_mountinfo(RunningView *v, MountInfoCache *cache, int dir_fd
 
                 r = cache_is_current(cache, ns_ino)
                             ? 0
-                            : cache_read(cache, dir_fd, "mountinfo", ns_ino);
+                            : cache_read(cache, dir_fd, "mountinfo", ns_ino, own);
                 if (r >= 0)
                         *ret = cache->mi;
         } else {
@@ -781,19 +797,27 @@ static int read_default(const RunningConfig *cfg, const char *proc_dir, RunningV
                                          strerror(-r));
         }
 
-        r = asprintf(&self_path, "%.*s/self", (int) strip_slashes_len(proc_dir), proc_dir);
-        if (r < 0)
-                return -ENOMEM;
-        r = asprintf(&mi_path, "%s/mountinfo", self_path);
-        if (r < 0)
-                return -ENOMEM;
-        self_fd = open(self_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (self_fd < 0)
-                r = note_mountinfo_error(v, mi_path, negative_errno());
-        else
-                r = view_read_mountinfo(v, cfg->mountinfo, self_fd, mi_path, &mi_owned, &mi);
-        if (r < 0)
-                return r;
+        if (cache_own_is_current(cfg->mountinfo)) {
+                /* nothing mounted or unmounted since the last read: not even
+                 * PROC/self needs opening */
+                mi = cfg->mountinfo->mi;
+                v->mountinfo_malformed = mi->n_malformed;
+        } else {
+                r = asprintf(&self_path, "%.*s/self", (int) strip_slashes_len(proc_dir), proc_dir);
+                if (r < 0)
+                        return -ENOMEM;
+                r = asprintf(&mi_path, "%s/mountinfo", self_path);
+                if (r < 0)
+                        return -ENOMEM;
+                self_fd = open(self_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (self_fd < 0)
+                        r = note_mountinfo_error(v, mi_path, negative_errno());
+                else
+                        r = view_read_mountinfo(v, cfg->mountinfo, self_fd, true, mi_path,
+                                                &mi_owned, &mi);
+                if (r < 0)
+                        return r;
+        }
 
         v->observable = true;
         r = view_read_files(v, root_fd, mi, streq(root, "/") ? NULL : root);
@@ -879,7 +903,7 @@ static int read_target_once(const char *proc_dir, int proc_fd, bool proc_is_ours
                 char display[PATH_MAX];
                 (void) snprintf(display, sizeof display, "%.*s/%d/mountinfo", proc_len, proc_dir,
                                 (int) pid);
-                r = view_read_mountinfo(v, cache, pid_fd, display, &mi_owned, &mi);
+                r = view_read_mountinfo(v, cache, pid_fd, false, display, &mi_owned, &mi);
                 if (r < 0)
                         return r;
         }

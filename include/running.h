@@ -72,7 +72,11 @@
  * What changes without a mount event, a mount root's "//deleted" when
  * kubelet removes the version directory a subPath file was mounted from,
  * is taken from the file's own st_nlink instead (see RunningFile). A
- * mountinfo file not on procfs (tests) is read every time. */
+ * mountinfo file not on procfs (tests) is read every time. In target mode
+ * the namespace is checked at each read (the target may have been replaced);
+ * the agent's own (default mode) is taken to stay the one it was read in:
+ * a program that changes its mount namespace (unshare(2), setns(2)) must
+ * not keep a cache across the change. */
 typedef struct MountInfoCache MountInfoCache;
 
 int mountinfo_cache_new(MountInfoCache **ret);
