@@ -232,13 +232,29 @@ Document *document_free(Document *d) {
 }
 
 static int sha256_hex(const char *data, size_t len, char ret[static 65]) {
+        /* Fetched and allocated once, for the life of the process: with
+         * EVP_sha256(), EVP_Digest() looks the algorithm up in the provider
+         * store and allocates a context at every call, which costs more than
+         * hashing a small file. */
+        static EVP_MD *sha256;
+        static EVP_MD_CTX *ctx;
+        static const char hex[] = "0123456789abcdef";
         unsigned char md[EVP_MAX_MD_SIZE];
         unsigned int md_len = 0;
 
-        if (EVP_Digest(data, len, md, &md_len, EVP_sha256(), NULL) != 1 || md_len != 32)
+        if (!sha256)
+                sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+        if (!ctx)
+                ctx = EVP_MD_CTX_new();
+        if (!sha256 || !ctx || EVP_DigestInit_ex2(ctx, sha256, NULL) != 1 ||
+            EVP_DigestUpdate(ctx, data, len) != 1 || EVP_DigestFinal_ex(ctx, md, &md_len) != 1 ||
+            md_len != 32)
                 return -EIO;
-        for (unsigned i = 0; i < md_len; i++)
-                (void) snprintf(ret + 2 * i, 3, "%02x", md[i]);
+        for (unsigned i = 0; i < md_len; i++) {
+                ret[2 * i] = hex[md[i] >> 4];
+                ret[2 * i + 1] = hex[md[i] & 0xf];
+        }
+        ret[2 * md_len] = '\0';
         return 0;
 }
 

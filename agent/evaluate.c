@@ -109,20 +109,86 @@ static bool is_superseded(const EvalInput *in) {
                !streq(in->mount_version, in->desired_version);
 }
 
+void eval_cache_done(EvalCache *c) {
+        free(c->data);
+        document_free(c->doc);
+        *c = (EvalCache){.hits = c->hits, .misses = c->misses};
+}
+
+static bool cache_holds(const EvalCache *c, DocType type, const char *data, size_t len) {
+        return c && c->doc && c->type == type && c->len == len &&
+               (len == 0 || memcmp(c->data, data, len) == 0);
+}
+
+/* Parses and lints one side, or finds both in the cache. *ret_doc is
+ * borrowed from the cache, or owned through *ret_owned. */
+static int parse_side(const EvalInput *in, int side, const Document **ret_doc, Document **ret_owned,
+                      size_t lint[static _SEVERITY_MAX]) {
+        const EvalSide *s = &in->side[side];
+        EvalCache *c = in->cache[side];
+        _cleanup_(lint_freep) Lint *l = NULL;
+        Document *doc = NULL;
+        int r;
+
+        if (cache_holds(c, in->type, s->data, s->len)) {
+                c->hits++;
+                memcpy(lint, c->lint, sizeof c->lint);
+                *ret_doc = c->doc;
+                return 0;
+        }
+
+        r = document_parse(in->type, s->data, s->len, &doc);
+        if (r < 0)
+                return r;
+        r = lint_document(doc, NULL, &l);
+        if (r < 0) {
+                document_free(doc);
+                return r;
+        }
+        memset(lint, 0, sizeof(size_t) * _SEVERITY_MAX);
+        lint[SEVERITY_ERROR] = l->n_errors;
+        lint[SEVERITY_WARNING] = l->n_warnings;
+
+        if (c) {
+                char *copy = NULL;
+
+                c->misses++;
+                if (s->len <= EVAL_CACHE_MAX_BYTES && (copy = malloc(s->len ? s->len : 1))) {
+                        if (s->len > 0)
+                                memcpy(copy, s->data, s->len);
+                        eval_cache_done(c);
+                        c->data = copy;
+                        c->len = s->len;
+                        c->type = in->type;
+                        c->doc = doc;
+                        memcpy(c->lint, lint, sizeof c->lint);
+                        *ret_doc = doc;
+                        return 0;
+                }
+                /* too large to keep, or no memory for a copy: what the cache
+                 * held is stale either way */
+                eval_cache_done(c);
+        }
+        *ret_doc = doc;
+        *ret_owned = doc;
+        return 0;
+}
+
 static void document_pair_free(Document *(*docs)[_SIDE_MAX]) {
         for (int s = 0; s < _SIDE_MAX; s++)
                 document_free((*docs)[s]);
 }
 
 static int evaluate_content(const EvalInput *in, FileReport *f) {
-        _cleanup_(document_pair_free) Document *doc[_SIDE_MAX] = {};
+        _cleanup_(document_pair_free) Document *owned[_SIDE_MAX] = {};
+        const Document *doc[_SIDE_MAX] = {};
         _cleanup_(diff_freep) Diff *d = NULL;
         int r;
 
         for (int s = 0; s < _SIDE_MAX; s++) {
-                _cleanup_(lint_freep) Lint *l = NULL;
+                size_t lint[_SEVERITY_MAX];
 
-                r = document_parse(in->type, in->side[s].data, in->side[s].len, &doc[s]);
+                r = parse_side(in, s, &doc[s], &owned[s], lint);
                 if (r == -EFBIG) {
                         f->state = FILE_UNREADABLE;
                         return set_detail(f, "%s cannot be read: %s", in->side[s].what,
@@ -132,12 +198,8 @@ static int evaluate_content(const EvalInput *in, FileReport *f) {
                         return r;
                 memcpy(f->sha256[s], doc[s]->sha256, sizeof f->sha256[s]);
                 f->read[s] = true;
-
-                r = lint_document(doc[s], NULL, &l);
-                if (r < 0)
-                        return r;
-                f->lint[s][SEVERITY_ERROR] = l->n_errors;
-                f->lint[s][SEVERITY_WARNING] = l->n_warnings;
+                f->lint[s][SEVERITY_ERROR] = lint[SEVERITY_ERROR];
+                f->lint[s][SEVERITY_WARNING] = lint[SEVERITY_WARNING];
         }
 
         r = diff_documents(doc[SIDE_DESIRED], doc[SIDE_RUNNING], &d);

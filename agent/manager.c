@@ -37,7 +37,8 @@ struct Manager {
         const char **keys;               /* from options->files, borrowed strings */
         const char **paths;
         pid_t target_pid;
-        MountInfoCache *mountinfo; /* the running side's mount table, between evaluations */
+        MountInfoCache *mountinfo;      /* the running side's mount table, between evaluations */
+        EvalCache (*parsed)[_SIDE_MAX]; /* each file's sides as last parsed */
         Report *report;
         uint64_t evaluations[_TRIGGER_MAX];
 };
@@ -162,6 +163,8 @@ static void fill_input(const Manager *m, size_t i, const VolumeSnapshot *snap, i
                                                     .what = what_desired};
         in->side[SIDE_RUNNING] = (EvalSide){
                 .error = rf->error, .data = rf->content, .len = rf->size, .what = spec->path};
+        for (int s = 0; s < _SIDE_MAX; s++)
+                in->cache[s] = &m->parsed[i][s];
 }
 
 static int manager_evaluate(Manager *m, EvalTrigger trigger) {
@@ -248,6 +251,9 @@ static int manager_evaluate(Manager *m, EvalTrigger trigger) {
         notify_status(m);
         log_debug("Evaluated (%s): pod %s.", eval_trigger_to_string(trigger),
                   pod_state_to_string(m->report->pod));
+        /* A scrape that came in while we evaluated gets the new state now,
+         * before the PATCH that podsync_update() queued for the next turn. */
+        httpd_answer_waiting(m->httpd);
         return 0;
 }
 
@@ -380,6 +386,10 @@ Manager *manager_free(Manager *m) {
         sd_event_unref(m->event);
         report_free(m->report);
         mountinfo_cache_free(m->mountinfo);
+        for (size_t i = 0; m->parsed && i < m->options->n_files; i++)
+                for (int s = 0; s < _SIDE_MAX; s++)
+                        eval_cache_done(&m->parsed[i][s]);
+        free(m->parsed);
         free(m->keys);
         free(m->paths);
         free(m);
@@ -488,7 +498,8 @@ int manager_new(const Options *o, Manager **ret) {
                 return log_oom();
         m->keys = calloc(o->n_files, sizeof(char *));
         m->paths = calloc(o->n_files, sizeof(char *));
-        if (!m->keys || !m->paths)
+        m->parsed = calloc(o->n_files, sizeof *m->parsed);
+        if (!m->keys || !m->paths || !m->parsed)
                 return log_oom();
         for (size_t i = 0; i < o->n_files; i++) {
                 m->keys[i] = o->files[i].key;

@@ -14,6 +14,26 @@
 #include "state.h"
 #include "strbuf.h"
 
+/* One side of one file as parsed at the last evaluation, kept by the owner
+ * between evaluations: a side whose bytes are the same as last time is not
+ * parsed, hashed and linted again. Most evaluations change one side of one
+ * file (a ConfigMap update) or nothing (a resync); the parse is most of an
+ * evaluation's own CPU. Documents larger than EVAL_CACHE_MAX_BYTES are not
+ * kept, so the cache never holds more than a few copies of a small file.
+ * Zero-initialise; release with eval_cache_done(). */
+#define EVAL_CACHE_MAX_BYTES (64u * 1024u)
+
+typedef struct EvalCache {
+        char *data; /* the bytes parsed, len of them; NULL: empty */
+        size_t len;
+        DocType type;
+        Document *doc;
+        size_t lint[_SEVERITY_MAX];
+        unsigned hits, misses; /* tests, debugging */
+} EvalCache;
+
+void eval_cache_done(EvalCache *c);
+
 typedef struct EvalSide {
         int error;        /* 0 when read; else -errno (-ENOENT: absent) */
         const char *data; /* borrowed, len bytes */
@@ -36,6 +56,8 @@ typedef struct EvalInput {
         /* Set when the running side cannot be looked at at all (no target
          * process, no permission): the file is unknown, and this says why. */
         const char *running_unobservable;
+        /* Optional, one per side: see EvalCache. NULL: parse every time. */
+        EvalCache *cache[_SIDE_MAX];
 } EvalInput;
 
 /* Evaluates one file. prev is this file's previous report (NULL the first

@@ -110,6 +110,96 @@ static void test_rows(void **state) {
         assert_int_equal(failures, 0);
 }
 
+static void assert_same_report(const FileReport *a, const FileReport *b) {
+        assert_int_equal(a->state, b->state);
+        assert_int_equal(a->superseded, b->superseded);
+        assert_string_equal(strnull(a->detail), strnull(b->detail));
+        for (int s = 0; s < _SIDE_MAX; s++) {
+                assert_int_equal(a->read[s], b->read[s]);
+                assert_string_equal(a->sha256[s], b->sha256[s]);
+                assert_memory_equal(a->lint[s], b->lint[s], sizeof a->lint[s]);
+        }
+        assert_int_equal(a->n_changes, b->n_changes);
+        assert_int_equal(a->n_drifted_keys, b->n_drifted_keys);
+        for (size_t i = 0; i < a->n_changes; i++) {
+                assert_string_equal(a->changes[i].key, b->changes[i].key);
+                assert_int_equal(a->changes[i].change, b->changes[i].change);
+                assert_int_equal(a->changes[i].effective, b->changes[i].effective);
+        }
+}
+
+/* A side whose bytes did not change is taken from the cache, and the report
+ * is the same as without one: every row, forwards, backwards and twice in a
+ * row, through one cache (so types, sizes and contents change under it). */
+static void test_cache(void **state) {
+        EvalCache cache[_SIDE_MAX] = {};
+        size_t order[4 * ELEMENTSOF(rows)], n = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++)
+                order[n++] = i;
+        for (size_t i = ELEMENTSOF(rows); i-- > 0;)
+                order[n++] = i;
+        for (size_t i = 0; i < ELEMENTSOF(rows); i += 2) {
+                order[n++] = i;
+                order[n++] = i;
+        }
+
+        for (size_t k = 0; k < n; k++) {
+                _cleanup_(file_report_done) FileReport plain = {}, cached = {};
+                EvalInput in;
+
+                fill(&rows[order[k]], &in);
+                assert_int_equal(evaluate_file(&in, NULL, 1000, &plain), 0);
+                in.cache[SIDE_DESIRED] = &cache[SIDE_DESIRED];
+                in.cache[SIDE_RUNNING] = &cache[SIDE_RUNNING];
+                assert_int_equal(evaluate_file(&in, NULL, 1000, &cached), 0);
+                assert_same_report(&plain, &cached);
+        }
+        print_message("cache: desired %u hits, %u misses; running %u hits, %u misses\n",
+                      cache[SIDE_DESIRED].hits, cache[SIDE_DESIRED].misses,
+                      cache[SIDE_RUNNING].hits, cache[SIDE_RUNNING].misses);
+        assert_true(cache[SIDE_DESIRED].hits > 0 && cache[SIDE_DESIRED].misses > 0);
+        assert_true(cache[SIDE_RUNNING].hits > 0 && cache[SIDE_RUNNING].misses > 0);
+
+        /* the same bytes read as another type are parsed again */
+        {
+                _cleanup_(file_report_done) FileReport f = {};
+                unsigned misses = cache[SIDE_DESIRED].misses;
+                Row r = rows[0];
+                EvalInput in;
+
+                r.key = "x.env";
+                fill(&r, &in);
+                in.cache[SIDE_DESIRED] = &cache[SIDE_DESIRED];
+                assert_int_equal(evaluate_file(&in, NULL, 1000, &f), 0);
+                assert_int_equal(cache[SIDE_DESIRED].misses, misses + 1);
+                assert_int_equal(cache[SIDE_DESIRED].type, DOC_ENV);
+        }
+
+        /* a document over EVAL_CACHE_MAX_BYTES is not kept */
+        {
+                _cleanup_(file_report_done) FileReport f = {};
+                _cleanup_free_ char *big = malloc(EVAL_CACHE_MAX_BYTES + 2);
+                EvalInput in;
+
+                assert_non_null(big);
+                memset(big, '#', EVAL_CACHE_MAX_BYTES);
+                big[EVAL_CACHE_MAX_BYTES] = '\n';
+                big[EVAL_CACHE_MAX_BYTES + 1] = '\0';
+                fill(&rows[0], &in);
+                in.side[SIDE_RUNNING].data = big;
+                in.side[SIDE_RUNNING].len = EVAL_CACHE_MAX_BYTES + 1;
+                in.cache[SIDE_RUNNING] = &cache[SIDE_RUNNING];
+                assert_int_equal(evaluate_file(&in, NULL, 1000, &f), 0);
+                assert_null(cache[SIDE_RUNNING].doc);
+                assert_null(cache[SIDE_RUNNING].data);
+                assert_true(f.read[SIDE_RUNNING]);
+        }
+
+        for (int s = 0; s < _SIDE_MAX; s++)
+                eval_cache_done(&cache[s]);
+}
+
 static void test_unobservable(void **state) {
         _cleanup_(file_report_done) FileReport f = {};
         EvalInput in;
@@ -191,8 +281,11 @@ static void test_describe(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_rows),     cmocka_unit_test(test_unobservable),
-                cmocka_unit_test(test_since),    cmocka_unit_test(test_changes_bounded),
+                cmocka_unit_test(test_rows),
+                cmocka_unit_test(test_cache),
+                cmocka_unit_test(test_unobservable),
+                cmocka_unit_test(test_since),
+                cmocka_unit_test(test_changes_bounded),
                 cmocka_unit_test(test_describe),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
