@@ -170,7 +170,7 @@ static void fill_input(const Manager *m, size_t i, const VolumeSnapshot *snap, i
 static int manager_evaluate(Manager *m, EvalTrigger trigger) {
         _cleanup_(volume_snapshot_freep) VolumeSnapshot *snap = NULL;
         _cleanup_(running_view_freep) RunningView *view = NULL;
-        _cleanup_(report_freep) Report *new = NULL;
+        _cleanup_(report_freep) Report *new = NULL, *old = NULL;
         _cleanup_close_ int dir_fd = -EBADF;
         const Options *o = m->options;
         RunningConfig cfg = {
@@ -236,24 +236,26 @@ static int manager_evaluate(Manager *m, EvalTrigger trigger) {
         new->evaluated_usec = now;
         new->pod = report_pod_state(new);
 
-        if (m->report && m->report->pod != new->pod)
-                log_notice("Pod is now %s (was %s).", pod_state_to_string(new->pod),
-                           pod_state_to_string(m->report->pod));
-        log_changes(m->report, new);
-        if (!view->observable && (!m->report || m->report->observable[SIDE_RUNNING]))
-                log_warning("Cannot look at the running files: %s", view->detail);
-
-        report_free(m->report);
+        old = TAKE_PTR(m->report);
         m->report = TAKE_PTR(new);
         if (m->podsync && podsync_update(m->podsync, m->report) < 0)
                 (void) log_oom();
         track_process(m, view);
         notify_status(m);
-        log_debug("Evaluated (%s): pod %s.", eval_trigger_to_string(trigger),
-                  pod_state_to_string(m->report->pod));
-        /* A scrape that came in while we evaluated gets the new state now,
+        /* The new state is served first: a scrape that came in while we
+         * evaluated gets it now, before the lines below are written (a write
+         * to the log pipe wakes its reader, which may take this CPU) and
          * before the PATCH that podsync_update() queued for the next turn. */
         httpd_answer_waiting(m->httpd);
+
+        if (old && old->pod != m->report->pod)
+                log_notice("Pod is now %s (was %s).", pod_state_to_string(m->report->pod),
+                           pod_state_to_string(old->pod));
+        log_changes(old, m->report);
+        if (!view->observable && (!old || old->observable[SIDE_RUNNING]))
+                log_warning("Cannot look at the running files: %s", view->detail);
+        log_debug("Evaluated (%s): pod %s.", eval_trigger_to_string(trigger),
+                  pod_state_to_string(m->report->pod));
         return 0;
 }
 
