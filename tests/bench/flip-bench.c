@@ -25,8 +25,9 @@
  *                      asks again and again on one kept connection, as
  *                      Prometheus keeps its (HTTP/1.1 keep-alive)
  *         log          the agent's log line naming BENCH_<i>, read from its
- *                      stderr pipe by a blocked thread (written just before
- *                      the new state is published: a lower bound)
+ *                      stderr pipe by a blocked thread (written right after
+ *                      the new state is published and the scrapes waiting
+ *                      for it are answered)
  *         apiserver    with --apiserver FILE (tests/tools/fake-apiserver's
  *                      --arrivals file, the agent started with --kube on):
  *                      the arrival of the agent's status PATCH whose body
@@ -66,6 +67,7 @@
 #define _GNU_SOURCE
 #endif
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -740,6 +742,39 @@ static uint64_t quantile(const uint64_t *sorted, size_t n, double q) {
         return sorted[rank - 1];
 }
 
+/* CPU time of every thread of pid so far, in ns (the first field of each
+ * /proc/PID/task/TID/schedstat), 0 when it cannot be read. */
+static uint64_t cpu_ns(pid_t pid) {
+        char path[64];
+        struct dirent *de;
+        uint64_t sum = 0;
+        DIR *d;
+
+        if (pid <= 0)
+                return 0;
+        (void) snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
+        d = opendir(path);
+        if (!d)
+                return 0;
+        while ((de = readdir(d))) {
+                char stat_path[sizeof path + NAME_MAX + 16];
+                unsigned long long ns;
+                FILE *f;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                (void) snprintf(stat_path, sizeof stat_path, "%s/%s/schedstat", path, de->d_name);
+                f = fopen(stat_path, "re");
+                if (!f)
+                        continue;
+                if (fscanf(f, "%llu", &ns) == 1)
+                        sum += ns;
+                fclose(f);
+        }
+        closedir(d);
+        return sum;
+}
+
 static void print_stats(const char *name, uint64_t *v, size_t n) {
         if (n == 0) {
                 printf("%s n=0\n", name);
@@ -872,6 +907,7 @@ static int run_latency(Args *a) {
         size_t n_inotify = 0, n_metrics = 0, n_log = 0, n_cycle = 0, n_apiserver = 0;
         unsigned long total_patches = 0, max_patches = 0, patches_before = 0;
         pid_t agent_pid, peer_pid = 0;
+        uint64_t agent_cpu0 = 0, peer_cpu0 = 0, agent_cpu, peer_cpu;
         unsigned long total_requests = 0;
         FILE *raw = NULL;
         Writer w = {};
@@ -953,6 +989,10 @@ static int run_latency(Args *a) {
                 uint64_t t0;
                 bool ok;
 
+                if (i == a->warmup + 1) {
+                        agent_cpu0 = cpu_ns(agent_pid);
+                        peer_cpu0 = cpu_ns(peer_pid);
+                }
                 writer_prepare(&w, &a->payload, (unsigned) i, name);
                 pthread_mutex_lock(&obs.lock);
                 obs.gen = (unsigned) i;
@@ -1022,6 +1062,8 @@ static int run_latency(Args *a) {
                 }
         }
 
+        agent_cpu = cpu_ns(agent_pid) - agent_cpu0;
+        peer_cpu = with_peer ? cpu_ns(peer_pid) - peer_cpu0 : 0;
         pthread_mutex_lock(&obs.lock);
         obs.stop = true;
         pthread_cond_broadcast(&obs.cond);
@@ -1050,6 +1092,11 @@ static int run_latency(Args *a) {
         print_stats("request_cycle", s_cycle, n_cycle);
         printf("requests_per_update mean=%.1f\n",
                n_metrics ? (double) total_requests / (double) n_metrics : 0.0);
+        /* each update's whole cost: the evaluation, the scrapes that saw it,
+         * the PATCH; the peer's, reading and printing its events */
+        printf("cpu_per_update agent_us=%.0f peer_us=%.0f\n",
+               (double) agent_cpu / 1e3 / (double) a->count,
+               (double) peer_cpu / 1e3 / (double) a->count);
         free(s_inotify);
         free(s_metrics);
         free(s_log);

@@ -11,8 +11,8 @@
 #   metrics      the first GET /metrics showing the new state (a client that
 #                asks again and again from the flip on, one connection per
 #                request: the agent closes each)
-#   log          the agent's log line for the change (written just before the
-#                new state is published: where the agent's own time ends)
+#   log          the agent's log line for the change (written right after the
+#                new state is published and waiting scrapes are answered)
 #   apiserver    the agent's status PATCH for the change arriving at
 #                tests/tools/fake-apiserver (the agent runs with --kube on
 #                against it over TLS); the fake stamps each request's last
@@ -21,6 +21,8 @@
 #                names, so every update changes the condition: one PATCH each
 #                (patches_per_update says whether it stayed one). Skipped, with
 #                a note, when the fake or openssl is missing.
+# Also the CPU each update costs the agent (its evaluation, the scrapes that
+# saw it, the PATCH) and the peer, from /proc/PID/task/*/schedstat.
 # Usage: latency.sh (through run.sh or make bench)
 . "$(dirname "$0")/lib.sh"
 need inotifywait inotify-tools
@@ -73,6 +75,10 @@ if [ -n "$API" ]; then
                 "max $(kv max "$(line patches_per_update)"); 1: one PATCH per change"
         cp "$WORK/kube/arrivals" "$BENCH_OUT/latency-arrivals.txt"
 fi
+cpu_line=$(line cpu_per_update)
+result "latency agent CPU per update" "$(kv agent_us "$cpu_line")" us \
+        "the evaluation, the scrape that saw it and the PATCH (schedstat, every thread)"
+result "latency inotifywait CPU per update" "$(kv peer_us "$cpu_line")" us
 cyc=$(kv p50_us "$(line request_cycle)")
 result "latency client request cycle p50" "$(awk -v u="$cyc" 'BEGIN { printf "%.3f", u / 1000 }')" ms \
         "one GET /metrics; bounds how finely the metrics figure is resolved"
