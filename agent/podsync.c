@@ -473,9 +473,15 @@ static void on_watch_done(KubeClient *c, const KubeResponse *r, void *userdata) 
                 return;
         }
         if (r->status == 200) {
-                /* The stream broke after it started: a network failure. */
+                /* The stream broke after it started: a network failure. One
+                 * that had run for a while (an API server restarted, a load
+                 * balancer's idle timeout) is a new failure, not the next of
+                 * a series: it starts the backoff again, or a few such breaks
+                 * a day would leave the agent minutes without a watch. */
                 KubeResponse broken = *r;
                 broken.status = 0;
+                if (lasted >= PODSYNC_BACKOFF_BASE_USEC)
+                        s->retry[CHANNEL_POD].attempt = 0;
                 (void) classify(s, CHANNEL_POD, KUBE_VERB_WATCH, "watching the pod", &broken,
                                 &delay);
                 schedule(s, CHANNEL_POD, delay);

@@ -4,7 +4,9 @@
 # valgrind (errors and definite or indirect leaks fail), or as built when the
 # build is sanitized (ASan and UBSan are in the binary; valgrind cannot run
 # it), against the fake API server over TLS.
-# 1. A watch refused with an HTTP status: 410 Gone reads the pod again (a
+# 1. A watch that broke after running a while is reopened within the
+#    backoff's first step, however many broke before it. A watch refused
+#    with an HTTP status: 410 Gone reads the pod again (a
 #    newer resourceVersion is the only way on), 403 logs the RBAC rule the
 #    watch needs; the error's Status object is never taken for a watch event.
 #    A PATCH refused with 409 refuses the condition it carried, not a newer
@@ -81,6 +83,19 @@ wait_for 15 sh -c "curl -sf '$CTL/requests' | jq -e 'map(select(.method == \"GET
         pass || fail "410 Gone on a watch did not read the pod again: $(requests)"
 wait_for 15 sh -c "curl -sf '$CTL/state' | jq -e '.watches == 1' >/dev/null" && pass || fail "no watch after 410"
 [ "$(ctl GET /requests | jq '[.[] | select(.status == 410)] | length')" = 1 ] && pass || fail "410 retried: $(requests)"
+
+# --- a watch that broke after running a while is reopened at once -----------------
+# Each break of a watch that had lasted was counted as the next failure of a
+# series: the fourth such break waited 4 to 8 s, the sixth 16 to 32 s.
+for n in 1 2 3 4; do
+        sleep 1.5 # the watch has lasted more than the backoff's base (1 s)
+        ctl POST /break-watches >/dev/null
+        t0=$(date +%s%N)
+        wait_for 15 sh -c "curl -sf '$CTL/state' | jq -e '.watches == 1' >/dev/null" || break
+        took_ms=$((($(date +%s%N) - t0) / 1000000))
+done
+[ "$n" = 4 ] && [ "${took_ms:-99999}" -lt 3000 ] && pass ||
+        fail "the watch broken a ${n}th time came back after ${took_ms:-?} ms"
 
 # --- a 409 refuses the condition sent, not a newer one made meanwhile --------------
 # The PATCH for A is held for a second and then refused; B, made while it was

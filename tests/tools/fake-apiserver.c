@@ -1042,6 +1042,7 @@ struct Request {
 
         /* watch */
         bool watching, watch_ended, bookmarks;
+        bool watch_broken; /* end it without the last chunk: a broken stream */
         Selector labels, fields;
         uint64_t watch_deadline_usec;
         StrBuf queue;
@@ -1756,6 +1757,8 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max) {
                 }
                 return (ssize_t) n;
         }
+        if (w->watch_broken)
+                return MHD_CONTENT_READER_END_WITH_ERROR;
         if (w->watch_ended || w->server->stopping)
                 return MHD_CONTENT_READER_END_OF_STREAM;
         /* Nothing to send: park until a change, the timeout or a hang-up
@@ -2396,6 +2399,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
  *   POST   /bookmark                   a BOOKMARK to every watch that allows them
  *   POST   /close-watches              end every watch stream (as an API server
  *                                      restart or a load balancer would)
+ *   POST   /break-watches              close every watch's connection in the
+ *                                      middle of its stream, without the last
+ *                                      chunk (a network failure)
  */
 
 static enum MHD_Result control_error(Request *r, unsigned code, const char *fmt, ...)
@@ -2609,10 +2615,11 @@ static enum MHD_Result on_control_process(Server *s, Request *r) {
                         if (w->watching && !w->watch_ended && w->bookmarks)
                                 watch_queue(w, "BOOKMARK", bm);
                 return queue_json(r->connection, 200, state_json(s), -1);
-        } else if (streq(p, "/close-watches") && streq(m, "POST")) {
+        } else if ((streq(p, "/close-watches") || streq(p, "/break-watches")) && streq(m, "POST")) {
                 for (Request *w = s->live; w; w = w->next)
                         if (w->watching && !w->watch_ended) {
                                 w->watch_ended = true;
+                                w->watch_broken = streq(p, "/break-watches");
                                 request_wake(w);
                         }
                 return queue_json(r->connection, 200, state_json(s), -1);
