@@ -237,7 +237,12 @@ fi
 
 # --- a target process in a shared PID namespace ------------------------------
 if unshare -m --propagation private true 2>/dev/null; then
-        cp "$(command -v sleep)" "$WORK/slurmd"
+        # A name of its own, not "slurmd": the real slurmd of another test
+        # (test-rollout.sh, or a second run on the same machine) would be
+        # taken for the target.
+        target=tgt-$$
+        target=${target:0:15}
+        cp "$(command -v sleep)" "$WORK/$target"
         mkdir -p "$WORK/target/enroot/environ.d"
         cp "$WORK/src/enroot.conf" "$WORK/target/enroot/enroot.conf"
         cp "$WORK/src/99-aicr-defaults.env" "$WORK/target/enroot/environ.d/99-aicr-defaults.env"
@@ -246,11 +251,11 @@ if unshare -m --propagation private true 2>/dev/null; then
                 unshare -m --propagation private sh -c \
                         "mount --bind '$WORK/target/enroot' /etc/enroot 2>/dev/null ||
                          { mkdir -p /etc/enroot && mount --bind '$WORK/target/enroot' /etc/enroot; }
-                         exec '$WORK/slurmd' 1000" &
+                         exec '$WORK/$target' 1000" &
                 TARGET_PID=$!
         }
         start_target
-        start_agent "$WORK/target.log" --desired-dir "$cm" --target-process slurmd || { finish; exit 1; }
+        start_agent "$WORK/target.log" --desired-dir "$cm" --target-process "$target" || { finish; exit 1; }
         expect_metric 'aicr_enroot_config_current ' 1
         publish 'ENROOT_MOUNT_HOME=no\n' 'NCCL_DEBUG=WARN\n'
         expect_metric 'aicr_enroot_config_drift{file="enroot.conf"}' 1
