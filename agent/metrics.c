@@ -790,6 +790,8 @@ static int proc_statm_fd = -EBADF;
 static DIR *proc_fd_dir;
 
 static int read_proc_statm(char *buf, size_t size) {
+        int r = -EIO;
+
         for (int attempt = 0; attempt < 2; attempt++) {
                 ssize_t n;
 
@@ -806,10 +808,11 @@ static int read_proc_statm(char *buf, size_t size) {
                 if (n >= 0)
                         return -EBADMSG;
                 /* whatever went wrong, a fresh descriptor is worth one try */
+                r = negative_errno();
                 closep(&proc_statm_fd);
                 proc_statm_fd = -EBADF;
         }
-        return -EIO;
+        return r;
 }
 
 static int count_open_fds(uint64_t *ret) {

@@ -674,6 +674,14 @@ static uint64_t mount_ns_ino(int dir_fd, const char *ns_path) {
         return fstatat(dir_fd, ns_path, &st, 0) == 0 ? (uint64_t) st.st_ino : 0;
 }
 
+/* Forgets the table and closes the file it was read from. */
+static void cache_drop(MountInfoCache *c) {
+        closep(&c->fd);
+        c->fd = -EBADF;
+        c->mi = mountinfo_free(c->mi);
+        c->own = false;
+}
+
 /* Whether the cached table is still the namespace's: the same namespace,
  * and no POLLPRI (nor POLLERR, which procfs reports with it) since it was
  * read. procfs reports an event to one poll only, so a table found stale is
@@ -685,9 +693,7 @@ static bool cache_is_current(MountInfoCache *c, uint64_t ns_ino) {
                 return false;
         if (poll(&p, 1, 0) == 0)
                 return true;
-        closep(&c->fd);
-        c->fd = -EBADF;
-        c->mi = mountinfo_free(c->mi);
+        cache_drop(c);
         return false;
 }
 
@@ -707,10 +713,7 @@ static int cache_read(MountInfoCache *c, int dir_fd, const char *path, uint64_t 
         size_t len;
         int r;
 
-        closep(&c->fd);
-        c->fd = -EBADF;
-        c->mi = mountinfo_free(c->mi);
-        c->own = false;
+        cache_drop(c);
         c->reads++;
 
         /* Opened before it is read: a change in between is reported by the
@@ -739,10 +742,9 @@ static int note_mountinfo_error(RunningView *v, const char *display, int error) 
                          display, strerror(-error));
 }
 
-/* Reads and parses dir_fd's "mountinfo" (dir_fd: a /proc/PID directory), or
- * takes it from cache. *ret is owned by the cache, or by *ret_owned without
- * one. A failure is a note, not an error. */
-/* own: dir_fd is PROC/self. */
+/* Reads and parses dir_fd's "mountinfo" (dir_fd: a /proc/PID directory; own:
+ * it is PROC/self), or takes it from cache. *ret is owned by the cache, or by
+ * *ret_owned without one. A failure is a note, not an error. */
 static int view_read_mountinfo(RunningView *v, MountInfoCache *cache, int dir_fd, bool own,
                                const char *display, MountInfo **ret_owned, const MountInfo **ret) {
         _cleanup_free_ char *data = NULL;

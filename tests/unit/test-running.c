@@ -941,27 +941,47 @@ static void test_target_bind_mount(void **state) {
         reap(a);
 }
 
+/* Moves this test process into a private mount namespace; false, with the
+ * reason printed, when it cannot. */
+static bool enter_private_mount_namespace(void) {
+        if (geteuid() != 0) {
+                print_message("skipping: mounting needs root\n");
+                return false;
+        }
+        if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0) {
+                print_message("skipping: no private mount namespace here: %s\n", strerror(errno));
+                return false;
+        }
+        return true;
+}
+
+/* A kubelet-style volume VOL (under dir) with version V1 ("B=1"), whose
+ * enroot.conf is bind-mounted over root's /etc/enroot/enroot.conf as a
+ * subPath mount is. Returns the volume's fd; *ret_target is the mount point. */
+static int mount_first_version(const char *vol, char **ret_target) {
+        _cleanup_free_ char *source = NULL;
+        int vol_fd;
+
+        mkdirs_at(dir_fd, vol);
+        vol_fd = openat(dir_fd, vol, O_DIRECTORY | O_CLOEXEC);
+        assert_true(vol_fd >= 0);
+        kubelet_update(vol_fd, V1, "B=1\n", NULL);
+        assert_true(asprintf(&source, "%s/%s/%s/enroot.conf", dir, vol, V1) > 0);
+        assert_true(asprintf(ret_target, "%s/etc/enroot/enroot.conf", root) > 0);
+        assert_int_equal(mount(source, *ret_target, "none", MS_BIND, NULL), 0);
+        return vol_fd;
+}
+
 /* The agent in the workload container itself: default mode, our mountinfo.
  * Runs last: it moves this test process into a private mount namespace. */
 static void test_default_bind_mount(void **state) {
         static const char *const paths[] = {"/etc/enroot/enroot.conf"};
-        _cleanup_free_ char *source = NULL, *target = NULL;
+        _cleanup_free_ char *target = NULL;
         _cleanup_close_ int vol_fd = -EBADF;
 
-        if (geteuid() != 0)
-                skip_because("mounting needs root");
-        if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0) {
-                print_message("skipping: no private mount namespace here: %s\n", strerror(errno));
+        if (!enter_private_mount_namespace())
                 skip();
-        }
-
-        mkdirs_at(dir_fd, "vol-default");
-        vol_fd = openat(dir_fd, "vol-default", O_DIRECTORY | O_CLOEXEC);
-        assert_true(vol_fd >= 0);
-        kubelet_update(vol_fd, V1, "B=1\n", NULL);
-        assert_true(asprintf(&source, "%s/vol-default/%s/enroot.conf", dir, V1) > 0);
-        assert_true(asprintf(&target, "%s/etc/enroot/enroot.conf", root) > 0);
-        assert_int_equal(mount(source, target, "none", MS_BIND, NULL), 0);
+        vol_fd = mount_first_version("vol-default", &target);
 
         {
                 _cleanup_(running_view_freep) RunningView *v = read_view(root, NULL, 0, paths, 1);
@@ -997,7 +1017,7 @@ static void test_default_bind_mount(void **state) {
 static void test_mountinfo_cache(void **state) {
         static const char *const paths[] = {"/etc/enroot/enroot.conf"};
         _cleanup_(mountinfo_cache_freep) MountInfoCache *cache = NULL;
-        _cleanup_free_ char *source = NULL, *target = NULL, *proc = NULL;
+        _cleanup_free_ char *target = NULL, *proc = NULL;
         _cleanup_close_ int vol_fd = -EBADF, proc_fd = -EBADF;
 
         assert_int_equal(mountinfo_cache_new(&cache), 0);
@@ -1026,22 +1046,11 @@ static void test_mountinfo_cache(void **state) {
                 assert_int_equal(mountinfo_cache_reads(cache), 2);
         }
 
-        if (geteuid() != 0) {
-                view_cache = NULL;
-                skip_because("mounting needs root");
-        }
-        if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0) {
-                print_message("skipping: no private mount namespace here: %s\n", strerror(errno));
+        if (!enter_private_mount_namespace()) {
                 view_cache = NULL;
                 skip();
         }
-        mkdirs_at(dir_fd, "vol-cache");
-        vol_fd = openat(dir_fd, "vol-cache", O_DIRECTORY | O_CLOEXEC);
-        assert_true(vol_fd >= 0);
-        kubelet_update(vol_fd, V1, "B=1\n", NULL);
-        assert_true(asprintf(&source, "%s/vol-cache/%s/enroot.conf", dir, V1) > 0);
-        assert_true(asprintf(&target, "%s/etc/enroot/enroot.conf", root) > 0);
-        assert_int_equal(mount(source, target, "none", MS_BIND, NULL), 0);
+        vol_fd = mount_first_version("vol-cache", &target);
 
         {
                 unsigned before = mountinfo_cache_reads(cache);

@@ -144,6 +144,16 @@ static char *slurp(const char *path) {
         return data;
 }
 
+/* The version ..data names now (a new string). */
+static char *current_version(void) {
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        char *v = NULL;
+
+        assert_int_equal(volume_read_version(fd, &v), 0);
+        assert_non_null(v);
+        return v;
+}
+
 /* Runs the loop until pred(arg) or timeout_ms; returns pred's last answer.
  * Each run is capped at 10 ms so that a predicate on something the loop
  * does not watch (a child's exit) is noticed soon. */
@@ -506,12 +516,7 @@ static void test_latency(void **state) {
         double from_ctime_ms, from_start_ms, from_done_ms;
 
         start_watcher(WATCH_INOTIFY);
-        {
-                char *v = NULL;
-                _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                assert_int_equal(volume_read_version(fd, &v), 0);
-                v1 = v;
-        }
+        v1 = current_version();
         l.old_version = v1;
         (void) snprintf(data_link, sizeof data_link, "%s/..data", dir);
 
@@ -552,12 +557,7 @@ static void test_flip_not_postponed(void **state) {
 
         start_watcher(WATCH_INOTIFY);
         run_for(event, SETTLE_MS);
-        {
-                char *v = NULL;
-                _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                assert_int_equal(volume_read_version(fd, &v), 0);
-                v1 = v;
-        }
+        v1 = current_version();
         calls = ctx.calls;
 
         assert_int_equal(writer_spawn(&c, dir, args), 0);
@@ -595,12 +595,7 @@ static void test_inert_versions(void **state) {
 
         start_watcher(WATCH_INOTIFY);
         run_for(event, SETTLE_MS);
-        {
-                char *v = NULL;
-                _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                assert_int_equal(volume_read_version(fd, &v), 0);
-                v1 = v;
-        }
+        v1 = current_version();
         calls = ctx.calls;
 
         /* another version directory comes and goes, with a file in it */
