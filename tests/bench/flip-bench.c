@@ -38,9 +38,13 @@
  *                      written in the line; a thread follows the file with
  *                      inotify only to learn it.
  *       Prints one line per measure: NAME n=.. p50_us=.. p99_us=.. max_us=..
- *       and the client's request cycle. --raw FILE: every sample, one line per
- *       update. Exits 0, 1 when an update was not seen within 5 s, 2 on a
- *       usage error.
+ *       and the client's request cycle, the CPU each update cost the agent
+ *       and the peer, and the host's steal over the measured updates (the
+ *       time a hypervisor gave this machine's CPUs to others: it stalls the
+ *       agent and the peer alike). --raw FILE: every sample, one line per
+ *       update, ending with the flip's CLOCK_MONOTONIC time in us (to match
+ *       a trace taken with perf -k CLOCK_MONOTONIC). Exits 0, 1 when an
+ *       update was not seen within 5 s, 2 on a usage error.
  *
  *   flip-bench updates --dir DIR --count N --vary KEY --key KEY=FILE...
  *                      --port PORT [--first I] [--alternate] [--pause-ms MS]
@@ -96,6 +100,8 @@ extern char **environ;
 #define MAX_KEYS          8
 #define MAX_BODY          (1u << 20)
 #define SEEN_TIMEOUT_USEC (5u * 1000u * 1000u)
+/* An update slower than this to reach /metrics: the detection target. */
+#define SLOW_USEC         2000u
 
 static const char *prog = "flip-bench";
 
@@ -775,6 +781,26 @@ static uint64_t cpu_ns(pid_t pid) {
         return sum;
 }
 
+/* The time the hypervisor ran something else while this machine's CPUs
+ * wanted to run ("steal", the 8th figure of /proc/stat's cpu line), all CPUs
+ * together, in ms; 0 on bare metal or when it cannot be read. Counted in
+ * clock ticks, so a figure is good to 1000 / CLK_TCK ms. */
+static uint64_t steal_ms(void) {
+        unsigned long long f[8] = {};
+        long hz = sysconf(_SC_CLK_TCK);
+        FILE *st = fopen("/proc/stat", "re");
+        int n;
+
+        if (!st)
+                return 0;
+        n = fscanf(st, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &f[0], &f[1], &f[2], &f[3],
+                   &f[4], &f[5], &f[6], &f[7]);
+        fclose(st);
+        if (n < 8 || hz <= 0)
+                return 0;
+        return (uint64_t) f[7] * 1000u / (uint64_t) hz;
+}
+
 static void print_stats(const char *name, uint64_t *v, size_t n) {
         if (n == 0) {
                 printf("%s n=0\n", name);
@@ -908,6 +934,9 @@ static int run_latency(Args *a) {
         unsigned long total_patches = 0, max_patches = 0, patches_before = 0;
         pid_t agent_pid, peer_pid = 0;
         uint64_t agent_cpu0 = 0, peer_cpu0 = 0, agent_cpu, peer_cpu;
+        uint64_t steal0 = 0, start_usec = 0, steal, elapsed_usec;
+        uint64_t *u_metrics, *u_steal; /* per counted update, in order */
+        size_t n_counted = 0;
         unsigned long total_requests = 0;
         FILE *raw = NULL;
         Writer w = {};
@@ -924,14 +953,17 @@ static int run_latency(Args *a) {
                 if (!raw)
                         die("cannot write \"%s\": %s", a->raw, strerror(errno));
                 fprintf(raw, "# update inotifywait_us metrics_us log_us requests apiserver_us "
-                             "patches\n");
+                             "patches flip_usec\n");
         }
         s_inotify = calloc(a->count, sizeof *s_inotify);
         s_metrics = calloc(a->count, sizeof *s_metrics);
         s_log = calloc(a->count, sizeof *s_log);
         s_cycle = calloc(a->count, sizeof *s_cycle);
         s_apiserver = calloc(a->count, sizeof *s_apiserver);
-        if (!s_inotify || !s_metrics || !s_log || !s_cycle || !s_apiserver)
+        u_metrics = calloc(a->count, sizeof *u_metrics);
+        u_steal = calloc(a->count, sizeof *u_steal);
+        if (!s_inotify || !s_metrics || !s_log || !s_cycle || !s_apiserver || !u_metrics ||
+            !u_steal)
                 die("out of memory");
 
         if (with_peer) {
@@ -992,6 +1024,8 @@ static int run_latency(Args *a) {
                 if (i == a->warmup + 1) {
                         agent_cpu0 = cpu_ns(agent_pid);
                         peer_cpu0 = cpu_ns(peer_pid);
+                        steal0 = steal_ms();
+                        start_usec = now_usec();
                 }
                 writer_prepare(&w, &a->payload, (unsigned) i, name);
                 pthread_mutex_lock(&obs.lock);
@@ -1030,6 +1064,7 @@ static int run_latency(Args *a) {
                                 s_inotify[n_inotify++] = di;
                         if (obs.t_metrics)
                                 s_metrics[n_metrics++] = dm;
+                        u_metrics[n_counted] = dm;
                         if (obs.t_log)
                                 s_log[n_log++] = dl;
                         if (obs.t_apiserver)
@@ -1040,13 +1075,17 @@ static int run_latency(Args *a) {
                         if (raw)
                                 fprintf(raw,
                                         "%lu %" PRIu64 " %" PRIu64 " %" PRIu64 " %u %" PRIu64
-                                        " %u\n",
-                                        i - a->warmup, di, dm, dl, obs.requests, da, obs.patches);
+                                        " %u %" PRIu64 "\n",
+                                        i - a->warmup, di, dm, dl, obs.requests, da, obs.patches,
+                                        t0);
                 }
                 /* the spinner moves on only when gen changes: park it */
                 pthread_mutex_unlock(&obs.lock);
                 if (!ok)
                         break;
+                /* after the update was seen, before the pause: off the clock */
+                if (i > a->warmup)
+                        u_steal[n_counted++] = steal_ms();
                 sleep_usec(a->gap_ms * 1000u);
                 if (with_apiserver && i > a->warmup) {
                         /* PATCHes of this update, late ones included: the gap
@@ -1064,6 +1103,8 @@ static int run_latency(Args *a) {
 
         agent_cpu = cpu_ns(agent_pid) - agent_cpu0;
         peer_cpu = with_peer ? cpu_ns(peer_pid) - peer_cpu0 : 0;
+        steal = steal_ms() - steal0;
+        elapsed_usec = now_usec() - start_usec;
         pthread_mutex_lock(&obs.lock);
         obs.stop = true;
         pthread_cond_broadcast(&obs.cond);
@@ -1097,11 +1138,44 @@ static int run_latency(Args *a) {
         printf("cpu_per_update agent_us=%.0f peer_us=%.0f\n",
                (double) agent_cpu / 1e3 / (double) a->count,
                (double) peer_cpu / 1e3 / (double) a->count);
+        /* what the hypervisor took while the updates ran: it stalls whatever
+         * runs on the CPU it takes, the agent and the peer alike */
+        printf("host_steal ms=%" PRIu64 " share_pct=%.2f\n", steal,
+               elapsed_usec ? (double) steal * 1e5 / (double) elapsed_usec /
+                                      (double) sysconf(_SC_NPROCESSORS_ONLN)
+                            : 0.0);
+        if (n_counted > 0) {
+                /* Which updates slower than the target had the host steal
+                 * near them: the steal figure moved in the update's own
+                 * stretch (from the read after the last update to the read
+                 * after this one: its flip, its observers and the pause
+                 * before it, about gap_ms) or the next one. At 10 ms a tick
+                 * it cannot say more; the other updates give the base rate. */
+                unsigned long slow = 0, slow_near = 0, others = 0, others_near = 0;
+
+                for (size_t k = 0; k < n_counted; k++) {
+                        uint64_t before = k > 0 ? u_steal[k - 1] : steal0;
+                        bool near = u_steal[k] > before ||
+                                    (k + 1 < n_counted && u_steal[k + 1] > u_steal[k]);
+
+                        if (u_metrics[k] > SLOW_USEC) {
+                                slow++;
+                                slow_near += near;
+                        } else {
+                                others++;
+                                others_near += near;
+                        }
+                }
+                printf("steal_near slow_us=%u slow=%lu slow_near=%lu others=%lu others_near=%lu\n",
+                       SLOW_USEC, slow, slow_near, others, others_near);
+        }
         free(s_inotify);
         free(s_metrics);
         free(s_log);
         free(s_cycle);
         free(s_apiserver);
+        free(u_metrics);
+        free(u_steal);
         return rc;
 }
 
