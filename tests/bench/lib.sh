@@ -105,6 +105,10 @@ PORT=
 start_agent() {
         local log=$1
         shift
+        # Emptied here, not only by the redirection below: that one happens in
+        # the background job, maybe after the first look, which would read a
+        # previous agent's port from a reused log.
+        : >"$log"
         "$AGENT" --listen 127.0.0.1:0 "$@" >"$log" 2>&1 &
         AGENT_PID=$!
         BENCH_PIDS+=("$AGENT_PID")
@@ -194,6 +198,7 @@ start_fake_apiserver() {
         echo "$KUBE_NS" >"$dir/sa/namespace"
         printf 'bench-token' >"$dir/sa/token"
         printf 'bench-token' >"$dir/server-token"
+        : >"$dir/fake.out" # before the job starts: see start_agent
         cat >"$dir/pods.json" <<EOP
 {"items": [{"metadata": {"name": "$KUBE_POD", "namespace": "$KUBE_NS", "uid": "$KUBE_UID",
                          "resourceVersion": "100"},

@@ -92,6 +92,10 @@ start_agent() {
         local log=$1
         shift
         AGENT_LOG=$log
+        # Emptied here, not only by the redirection below: that one happens in
+        # the background job, maybe after the first look, which would read a
+        # previous agent's port from a reused log.
+        : >"$log"
         "${AGENT_WRAPPER[@]}" "$AGENT" --listen 127.0.0.1:0 --log-level debug "$@" >"$log" 2>&1 &
         AGENT_PID=$!
         # generous: sanitizer builds under a loaded CI machine start slowly
@@ -155,6 +159,7 @@ kube_pki() {
 start_fake() {
         local pods=$1
         shift
+        : >"$WORK/fake.out" # before the job starts: see start_agent
         "$FAKE" --pods "$pods" --token-file "$WORK/server-token" \
                 --tls-cert "$WORK/pki/server.crt" --tls-key "$WORK/pki/server.key" \
                 --port 0 --control-port 0 "$@" >"$WORK/fake.out" 2>"$WORK/fake.err" &
