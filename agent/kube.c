@@ -38,6 +38,7 @@ struct KubeClient {
         char *auth_header; /* "Authorization: Bearer ...", NULL without a token file */
         bool plain_http;   /* http://localhost: kubectl proxy */
         uint64_t token_read_usec;
+        uint64_t token_max_age_usec;
         KubeStats stats;
 };
 
@@ -435,6 +436,7 @@ int kube_client_new(sd_event *e, const KubeConfig *cfg, KubeClient **ret) {
         c->ca_file = cfg->ca_file ? strdup(cfg->ca_file) : NULL;
         c->token_file = cfg->token_file ? strdup(cfg->token_file) : NULL;
         c->user_agent = strdup(cfg->user_agent ? cfg->user_agent : "aicr-enroot-agent");
+        c->token_max_age_usec = cfg->token_max_age_usec ?: KUBE_TOKEN_MAX_AGE_USEC;
         if (!c->api_url || (cfg->ca_file && !c->ca_file) || (cfg->token_file && !c->token_file) ||
             !c->user_agent)
                 return -ENOMEM;
@@ -489,10 +491,11 @@ int kube_call_start(KubeClient *c, const KubeRequest *req, KubeCall **ret) {
         KubeCall *call;
         bool ok = true;
 
-        /* Bound tokens rotate: never send one older than a minute. A failed
-         * re-read keeps the old token; a 401 will tell. */
+        /* Bound tokens rotate: never send one older than the maximum age (a
+         * minute unless configured). A failed re-read keeps the old token,
+         * and is tried again at the next request; a 401 will tell. */
         if (c->token_file &&
-            now_usec(CLOCK_MONOTONIC) - c->token_read_usec >= KUBE_TOKEN_MAX_AGE_USEC)
+            now_usec(CLOCK_MONOTONIC) - c->token_read_usec >= c->token_max_age_usec)
                 (void) load_token(c);
 
         if (asprintf(&url, "%s%s", c->api_url, req->path) < 0)

@@ -6,8 +6,8 @@
  *
  * TLS is always verified against the configured CA bundle, and only https
  * is spoken. The bearer token is read from its file at start, again when it
- * is older than KUBE_TOKEN_MAX_AGE_USEC at the next request (bound tokens
- * rotate), and whenever a caller asks after a 401.
+ * is older than KUBE_TOKEN_MAX_AGE_USEC (or the configured age) at the next
+ * request (bound tokens rotate), and whenever a caller asks after a 401.
  *
  * Callbacks never run inside libcurl: lines of a streaming response and the
  * final answer are delivered after curl returns, so a callback may start or
@@ -37,6 +37,8 @@ typedef struct KubeConfig {
                                  * NULL: the system's */
         const char *token_file; /* the bearer token; NULL: send none */
         const char *user_agent;
+        uint64_t token_max_age_usec; /* re-read the token when older; 0:
+                                      * KUBE_TOKEN_MAX_AGE_USEC */
 } KubeConfig;
 
 typedef struct KubeResponse {
