@@ -42,9 +42,10 @@
  *       and the peer, and the host's steal over the measured updates (the
  *       time a hypervisor gave this machine's CPUs to others: it stalls the
  *       agent and the peer alike). --raw FILE: every sample, one line per
- *       update, ending with the flip's CLOCK_MONOTONIC time in us (to match
- *       a trace taken with perf -k CLOCK_MONOTONIC). Exits 0, 1 when an
- *       update was not seen within 5 s, 2 on a usage error.
+ *       update, ending with flip_us, the flip's CLOCK_MONOTONIC time (to
+ *       match a trace taken with perf -k CLOCK_MONOTONIC). Exits 0, 1 when
+ *       an update was not seen within 5 s (which ends the run), 2 on a usage
+ *       error.
  *
  *   flip-bench updates --dir DIR --count N --vary KEY --key KEY=FILE...
  *                      --port PORT [--first I] [--alternate] [--pause-ms MS]
@@ -935,7 +936,10 @@ static int run_latency(Args *a) {
         pid_t agent_pid, peer_pid = 0;
         uint64_t agent_cpu0 = 0, peer_cpu0 = 0, agent_cpu, peer_cpu;
         uint64_t steal0 = 0, start_usec = 0, steal, elapsed_usec;
-        uint64_t *u_metrics, *u_steal; /* per counted update, in order */
+        long cpus;
+        /* per counted update, in order; an update not seen in full ends the
+         * run and is not among them */
+        uint64_t *u_metrics, *u_steal;
         size_t n_counted = 0;
         unsigned long total_requests = 0;
         FILE *raw = NULL;
@@ -953,7 +957,7 @@ static int run_latency(Args *a) {
                 if (!raw)
                         die("cannot write \"%s\": %s", a->raw, strerror(errno));
                 fprintf(raw, "# update inotifywait_us metrics_us log_us requests apiserver_us "
-                             "patches flip_usec\n");
+                             "patches flip_us\n");
         }
         s_inotify = calloc(a->count, sizeof *s_inotify);
         s_metrics = calloc(a->count, sizeof *s_metrics);
@@ -1101,10 +1105,12 @@ static int run_latency(Args *a) {
                 }
         }
 
-        agent_cpu = cpu_ns(agent_pid) - agent_cpu0;
-        peer_cpu = with_peer ? cpu_ns(peer_pid) - peer_cpu0 : 0;
-        steal = steal_ms() - steal0;
-        elapsed_usec = now_usec() - start_usec;
+        /* 0 when no update was counted (one in the warm-up was not seen) */
+        agent_cpu = start_usec ? cpu_ns(agent_pid) - agent_cpu0 : 0;
+        peer_cpu = start_usec && with_peer ? cpu_ns(peer_pid) - peer_cpu0 : 0;
+        steal = start_usec ? steal_ms() - steal0 : 0;
+        elapsed_usec = start_usec ? now_usec() - start_usec : 0;
+        cpus = sysconf(_SC_NPROCESSORS_ONLN);
         pthread_mutex_lock(&obs.lock);
         obs.stop = true;
         pthread_cond_broadcast(&obs.cond);
@@ -1141,9 +1147,9 @@ static int run_latency(Args *a) {
         /* what the hypervisor took while the updates ran: it stalls whatever
          * runs on the CPU it takes, the agent and the peer alike */
         printf("host_steal ms=%" PRIu64 " share_pct=%.2f\n", steal,
-               elapsed_usec ? (double) steal * 1e5 / (double) elapsed_usec /
-                                      (double) sysconf(_SC_NPROCESSORS_ONLN)
-                            : 0.0);
+               elapsed_usec && cpus > 0
+                       ? (double) steal * 1e5 / (double) elapsed_usec / (double) cpus
+                       : 0.0);
         if (n_counted > 0) {
                 /* Which updates slower than the target had the host steal
                  * near them: the steal figure moved in the update's own

@@ -31,7 +31,8 @@ idle=${BENCH_IDLE_SECONDS:-$(count 20 5)}
 make_payload "$WORK/src"
 make_volume "$WORK" "$WORK/src"
 
-start_agent "$WORK/agent.log" --desired-dir "$WORK/cm" --running-root "$WORK/root"
+read_only_view "$WORK/cm" "$WORK/cm-view" # as in a pod, when this may mount
+start_agent "$WORK/agent.log" --desired-dir "$VOLUME_VIEW" --running-root "$WORK/root"
 mkdir "$WORK/textfile"
 curl -sf "http://127.0.0.1:$PORT/metrics" >"$WORK/textfile/agent.prom"
 start_node_exporter "$WORK/textfile"

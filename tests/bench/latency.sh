@@ -37,6 +37,12 @@ need inotifywait inotify-tools
 n=${BENCH_UPDATES:-$(count 1000 200)}
 make_payload "$WORK/src"
 make_volume "$WORK" "$WORK/src"
+read_only_view "$WORK/cm" "$WORK/cm-view"
+if [ "$VOLUME_VIEW" = "$WORK/cm" ]; then
+        say "the agent reads the volume where it is written (BENCH_VOLUME=rw, or no privilege to mount)"
+else
+        say "the agent reads the volume through a read-only bind mount, as in a pod"
+fi
 observers=(inotifywait metrics log)
 apiserver_args=()
 if have_fake_apiserver; then
@@ -53,7 +59,7 @@ say "$n updates, kubelet's atomic writer in C, inotifywait -m on the same direct
         --key 99-aicr-defaults.env="$WORK/src/99-aicr-defaults.env" \
         --vary 99-aicr-defaults.env --inotifywait inotifywait --raw "$BENCH_OUT/latency-raw.txt" \
         "${apiserver_args[@]}" \
-        -- "$AGENT" --desired-dir "$WORK/cm" --running-root "$WORK/root" \
+        -- "$AGENT" --desired-dir "$VOLUME_VIEW" --running-root "$WORK/root" \
         --listen 127.0.0.1:0 --resync-interval 3600 "${KUBE_ARGS[@]}" >"$WORK/out"
 cat "$WORK/out"
 
@@ -93,8 +99,8 @@ result "latency host steal during the updates" "$steal_ms" ms \
 near=$(line steal_near)
 slow=$(kv slow "$near")
 if [ "${slow:-0}" -gt 0 ]; then
-        result "latency updates over 2 ms with steal near" "$(kv slow_near "$near") of $slow" "" \
-                "the steal figure moved in their stretch or the next; $(kv others_near "$near") of $(kv others "$near") for the rest"
+        result "latency updates over 2 ms with steal near" "$(kv slow_near "$near")" "" \
+                "of $slow: the steal figure moved in their stretch or the next; $(kv others_near "$near") of $(kv others "$near") for the rest"
 fi
 cyc=$(kv p50_us "$(line request_cycle)")
 result "latency client request cycle p50" "$(awk -v u="$cyc" 'BEGIN { printf "%.3f", u / 1000 }')" ms \

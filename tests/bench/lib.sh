@@ -17,8 +17,10 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench-${BENCH_NAME}.XXXXXX")
 SUMMARY=$BENCH_OUT/summary.txt
 WRITER=$TOP_SRCDIR/tests/tools/atomic-writer.sh
 
-# Every process a benchmark starts is recorded here and ended on exit.
+# Every process a benchmark starts is recorded here and ended on exit, and
+# every mount it makes is undone before its files are removed.
 BENCH_PIDS=()
+BENCH_MOUNTS=()
 bench_cleanup() {
         local p
         for p in "${BENCH_PIDS[@]}"; do
@@ -26,6 +28,9 @@ bench_cleanup() {
         done
         for p in "${BENCH_PIDS[@]}"; do
                 wait "$p" 2>/dev/null || true
+        done
+        for p in "${BENCH_MOUNTS[@]}"; do
+                umount "$p" 2>/dev/null || umount -l "$p" 2>/dev/null || true
         done
         rm -rf "$WORK"
 }
@@ -89,6 +94,25 @@ make_volume() {
         cp "$src/99-aicr-defaults.env" "$dir/root/etc/enroot/environ.d/99-aicr-defaults.env"
         bash "$WRITER" "$dir/cm" enroot.conf="$src/enroot.conf" \
                 99-aicr-defaults.env="$src/99-aicr-defaults.env" >/dev/null
+}
+
+# read_only_view DIR VIEW: VIEW becomes a read-only bind mount of DIR, as a
+# pod sees its ConfigMap volume (kubelet mounts configMap volumes read-only,
+# so reading a file never updates its access time); sets VOLUME_VIEW to it.
+# Without the privilege to mount, or with BENCH_VOLUME=rw, VOLUME_VIEW is DIR.
+VOLUME_VIEW=
+read_only_view() {
+        local dir=$1 view=$2
+        VOLUME_VIEW=$dir
+        [ "${BENCH_VOLUME:-ro}" != rw ] || return 0
+        mkdir -p "$view"
+        mount --bind "$dir" "$view" 2>/dev/null || return 0
+        BENCH_MOUNTS+=("$view")
+        if mount -o remount,bind,ro "$view" 2>/dev/null; then
+                VOLUME_VIEW=$view
+        else
+                umount "$view" 2>/dev/null || true
+        fi
 }
 
 # The payload the benchmarks publish: the shipped defaults (DESIGN §1).
@@ -199,6 +223,7 @@ start_fake_apiserver() {
         printf 'bench-token' >"$dir/sa/token"
         printf 'bench-token' >"$dir/server-token"
         : >"$dir/fake.out" # before the job starts: see start_agent
+        : >"$dir/fake.err"
         cat >"$dir/pods.json" <<EOP
 {"items": [{"metadata": {"name": "$KUBE_POD", "namespace": "$KUBE_NS", "uid": "$KUBE_UID",
                          "resourceVersion": "100"},

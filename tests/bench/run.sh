@@ -17,7 +17,9 @@
 # summary.txt go; default a new temporary directory, printed), and the
 # per-benchmark counts named in each script's header (BENCH_UPDATES,
 # BENCH_SECONDS, BENCH_CONNECTIONS, BENCH_UPDATE_COUNT, BENCH_SCRAPES,
-# BENCH_IDLE_SECONDS, SOAK_UPDATES, SOAK_SEED, SOAK_VALGRIND). `make bench`
+# BENCH_IDLE_SECONDS, SOAK_UPDATES, SOAK_SEED, SOAK_VALGRIND), and
+# BENCH_VOLUME=rw to let latency and footprint read the volume where it is
+# written rather than through a read-only bind mount. `make bench`
 # builds the helpers and runs this with the built binary;
 # `make bench BENCH_ARGS=--quick` passes options.
 # Exits 0 when every benchmark ran (missed targets are reported, not

@@ -160,6 +160,7 @@ start_fake() {
         local pods=$1
         shift
         : >"$WORK/fake.out" # before the job starts: see start_agent
+        : >"$WORK/fake.err"
         "$FAKE" --pods "$pods" --token-file "$WORK/server-token" \
                 --tls-cert "$WORK/pki/server.crt" --tls-key "$WORK/pki/server.key" \
                 --port 0 --control-port 0 "$@" >"$WORK/fake.out" 2>"$WORK/fake.err" &

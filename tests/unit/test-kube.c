@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -25,16 +26,22 @@
 #define MAX_SEEN 16
 
 /* ---------------------------------------------------------------------------
- * The server: one request per connection, answered "{}" and closed. */
+ * The server: one request per connection, answered "{}" and closed. One at a
+ * time, static, so that a failed assertion (cmocka leaves the test with a
+ * longjmp) still finds it to stop in the teardown. */
 
 typedef struct Server {
         int fd;
         uint16_t port;
         pthread_t thread;
+        bool running;  /* the thread was started and not joined */
+        bool stopping; /* under lock: the listener is being shut down */
         pthread_mutex_t lock;
         char seen[MAX_SEEN][128]; /* Authorization values, "" for none */
         size_t n_seen;
 } Server;
+
+static Server server = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void record(Server *s, const char *head) {
         const char *a = strcasestr(head, "\r\nAuthorization: ");
@@ -59,9 +66,16 @@ static void *server_run(void *arg) {
                 char head[4096];
                 size_t got = 0;
                 int c = accept(s->fd, NULL, NULL);
+                bool stopping;
 
-                if (c < 0)
+                if (c < 0) {
+                        pthread_mutex_lock(&s->lock);
+                        stopping = s->stopping;
+                        pthread_mutex_unlock(&s->lock);
+                        if (!stopping && (errno == EINTR || errno == ECONNABORTED))
+                                continue;
                         return NULL; /* the test shut the listener down */
+                }
                 while (got + 1 < sizeof head) {
                         ssize_t n = recv(c, head + got, sizeof head - 1 - got, 0);
 
@@ -81,11 +95,14 @@ static void *server_run(void *arg) {
         }
 }
 
-static void server_start(Server *s) {
+static Server *server_start(void) {
         struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
         socklen_t len = sizeof sa;
+        Server *s = &server;
 
-        *s = (Server){.lock = PTHREAD_MUTEX_INITIALIZER};
+        assert_false(s->running);
+        s->n_seen = 0;
+        s->stopping = false;
         s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         assert_true(s->fd >= 0);
         assert_int_equal(bind(s->fd, (struct sockaddr *) &sa, sizeof sa), 0);
@@ -93,23 +110,41 @@ static void server_start(Server *s) {
         assert_int_equal(getsockname(s->fd, (struct sockaddr *) &sa, &len), 0);
         s->port = ntohs(sa.sin_port);
         assert_int_equal(pthread_create(&s->thread, NULL, server_run, s), 0);
+        s->running = true;
+        return s;
 }
 
-static void server_stop(Server *s) {
-        (void) shutdown(s->fd, SHUT_RDWR); /* accept() returns */
-        assert_int_equal(pthread_join(s->thread, NULL), 0);
-        close(s->fd);
+/* Stops the server if it runs; the teardown of every test, too. */
+static int server_stop(void **state) {
+        Server *s = &server;
+
+        if (s->running) {
+                pthread_mutex_lock(&s->lock);
+                s->stopping = true;
+                pthread_mutex_unlock(&s->lock);
+                (void) shutdown(s->fd, SHUT_RDWR); /* accept() returns */
+                (void) pthread_join(s->thread, NULL);
+                s->running = false;
+        }
+        if (s->fd >= 0)
+                close(s->fd);
+        s->fd = -1;
+        (void) state;
+        return 0;
 }
 
 /* What the server saw as the i-th request's Authorization. */
 static const char *seen(Server *s, size_t i) {
-        const char *v;
+        static char copy[sizeof s->seen[0]];
+        bool have;
 
         pthread_mutex_lock(&s->lock);
-        assert_true(i < s->n_seen);
-        v = s->seen[i];
+        have = i < s->n_seen;
+        if (have)
+                memcpy(copy, s->seen[i], sizeof copy);
         pthread_mutex_unlock(&s->lock);
-        return v;
+        assert_true(have);
+        return copy;
 }
 
 /* ---------------------------------------------------------------------------
@@ -173,13 +208,13 @@ static bool rotation_with(uint64_t max_age) {
         char dir[] = "/tmp/test-kube.XXXXXX", url[64], token_path[128];
         uint64_t start;
         bool judged;
-        Server s;
+        Server *s;
 
         assert_non_null(mkdtemp(dir));
         (void) snprintf(token_path, sizeof token_path, "%s/token", dir);
         write_token(dir, "one");
-        server_start(&s);
-        (void) snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned) s.port);
+        s = server_start();
+        (void) snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned) s->port);
         assert_int_equal(sd_event_new(&e), 0);
         start = now_usec(); /* the token is read after this */
         assert_int_equal(kube_client_new(e,
@@ -190,41 +225,41 @@ static bool rotation_with(uint64_t max_age) {
                          0);
 
         get(c);
-        assert_string_equal(seen(&s, 0), "Bearer one");
+        assert_string_equal(seen(s, 0), "Bearer one");
 
         /* rotated, but the token in use is young: kept */
         write_token(dir, "two");
         get(c);
         judged = now_usec() - start < max_age;
         if (judged) {
-                assert_string_equal(seen(&s, 1), "Bearer one");
+                assert_string_equal(seen(s, 1), "Bearer one");
 
                 /* older than the maximum age: read again before this request */
                 sleep_usec(max_age + 50000u);
                 get(c);
-                assert_string_equal(seen(&s, 2), "Bearer two");
+                assert_string_equal(seen(s, 2), "Bearer two");
 
                 /* a token that cannot be used (empty) keeps the last good one */
                 write_token(dir, "");
                 sleep_usec(max_age + 50000u);
                 get(c);
-                assert_string_equal(seen(&s, 3), "Bearer two");
+                assert_string_equal(seen(s, 3), "Bearer two");
 
                 /* ... and is looked at again at the next request, not a
                  * whole age later */
                 write_token(dir, "three");
                 get(c);
-                assert_string_equal(seen(&s, 4), "Bearer three");
+                assert_string_equal(seen(s, 4), "Bearer three");
 
                 /* after a 401 the caller reloads at once, whatever the age */
                 write_token(dir, "four");
                 assert_int_equal(kube_client_reload_token(c), 1);
                 assert_int_equal(kube_client_reload_token(c), 0); /* the same again */
                 get(c);
-                assert_string_equal(seen(&s, 5), "Bearer four");
+                assert_string_equal(seen(s, 5), "Bearer four");
         }
 
-        server_stop(&s);
+        (void) server_stop(NULL);
         assert_int_equal(unlink(token_path), 0);
         assert_int_equal(rmdir(dir), 0);
         return judged;
@@ -249,13 +284,13 @@ static void test_token_default_age(void **state) {
         _cleanup_(sd_event_unrefp) sd_event *e = NULL;
         _cleanup_(kube_client_freep) KubeClient *c = NULL;
         char dir[] = "/tmp/test-kube.XXXXXX", url[64], token_path[128];
-        Server s;
+        Server *s;
 
         assert_non_null(mkdtemp(dir));
         (void) snprintf(token_path, sizeof token_path, "%s/token", dir);
         write_token(dir, "one");
-        server_start(&s);
-        (void) snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned) s.port);
+        s = server_start();
+        (void) snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned) s->port);
         assert_int_equal(sd_event_new(&e), 0);
         assert_int_equal(
                 kube_client_new(e, &(KubeConfig){.api_url = url, .token_file = token_path}, &c), 0);
@@ -264,10 +299,10 @@ static void test_token_default_age(void **state) {
         write_token(dir, "two");
         sleep_usec(MAX_AGE_USEC + 50000u);
         get(c);
-        assert_string_equal(seen(&s, 0), "Bearer one");
-        assert_string_equal(seen(&s, 1), "Bearer one");
+        assert_string_equal(seen(s, 0), "Bearer one");
+        assert_string_equal(seen(s, 1), "Bearer one");
 
-        server_stop(&s);
+        (void) server_stop(NULL);
         assert_int_equal(unlink(token_path), 0);
         assert_int_equal(rmdir(dir), 0);
         (void) state;
@@ -275,9 +310,13 @@ static void test_token_default_age(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_token_rotation),
-                cmocka_unit_test(test_token_default_age),
+                cmocka_unit_test_teardown(test_token_rotation, server_stop),
+                cmocka_unit_test_teardown(test_token_default_age, server_stop),
         };
+
+        /* loopback requests must not go to a proxy set for the machine */
+        if (setenv("no_proxy", "*", 1) < 0)
+                return 1;
 
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
