@@ -28,8 +28,6 @@
  * (the watch would follow the inode elsewhere) or unmounted. */
 #define LOST_MASK (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT)
 
-#define DATA_LINK "..data"
-
 /* What polling compares. error != 0: the directory could not be opened. */
 typedef struct DirSignature {
         int error;
@@ -158,7 +156,7 @@ static void signature_read(const char *path, DirSignature *ret) {
         sig.ctime = st.st_ctim;
 
         /* kubelet flips ..data with rename(2): the cheapest sign of an update */
-        n = readlinkat(fd, DATA_LINK, sig.version, sizeof sig.version - 1);
+        n = readlinkat(fd, VOLUME_DATA_LINK, sig.version, sizeof sig.version - 1);
         if (n < 0)
                 sig.link_error = negative_errno();
         else
@@ -635,7 +633,7 @@ static int on_retry(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *u
 static bool event_is_inert(const Watcher *w, const struct inotify_event *ev) {
         if (ev->len == 0 || (ev->mask & LOST_MASK))
                 return false;
-        if (!startswith(ev->name, "..") || streq(ev->name, DATA_LINK))
+        if (!startswith(ev->name, VOLUME_RESERVED_PREFIX) || streq(ev->name, VOLUME_DATA_LINK))
                 return false;
         return !streq(ev->name, w->read_version);
 }
@@ -813,7 +811,7 @@ int watcher_new(sd_event *e, const char *dir, WatchMode mode, uint64_t poll_inte
         w->path = strdup(dir);
         if (!w->path)
                 return -ENOMEM;
-        if (asprintf(&w->data_link_path, "%s/" DATA_LINK, dir) < 0) {
+        if (asprintf(&w->data_link_path, "%s/" VOLUME_DATA_LINK, dir) < 0) {
                 w->data_link_path = NULL;
                 return -ENOMEM;
         }

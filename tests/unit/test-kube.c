@@ -199,38 +199,64 @@ static uint64_t now_usec(void) {
 
 #define MAX_AGE_USEC 300000u /* the test's token age: 0.3 s, not a minute */
 
+/* A token file holding "one", the server, and a client of it. */
+typedef struct Fixture {
+        char dir[sizeof "/tmp/test-kube.XXXXXX"];
+        char token_path[sizeof "/tmp/test-kube.XXXXXX/token"];
+        sd_event *event;
+        KubeClient *client;
+        Server *server;
+        uint64_t read_after; /* the token was read after this time */
+} Fixture;
+
+/* max_age 0: the client's default */
+static void fixture_start(Fixture *f, uint64_t max_age) {
+        char url[64];
+
+        memcpy(f->dir, "/tmp/test-kube.XXXXXX", sizeof f->dir);
+        assert_non_null(mkdtemp(f->dir));
+        (void) snprintf(f->token_path, sizeof f->token_path, "%s/token", f->dir);
+        write_token(f->dir, "one");
+        f->server = server_start();
+        (void) snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned) f->server->port);
+        assert_int_equal(sd_event_new(&f->event), 0);
+        f->read_after = now_usec();
+        assert_int_equal(kube_client_new(f->event,
+                                         &(KubeConfig){.api_url = url,
+                                                       .token_file = f->token_path,
+                                                       .token_max_age_usec = max_age},
+                                         &f->client),
+                         0);
+}
+
+static void fixture_stop(Fixture *f) {
+        f->client = kube_client_free(f->client);
+        f->event = sd_event_unref(f->event);
+        (void) server_stop(NULL);
+        assert_int_equal(unlink(f->token_path), 0);
+        assert_int_equal(rmdir(f->dir), 0);
+}
+
 /* One pass of test_token_rotation() with tokens older than max_age re-read.
  * false when the machine was too slow to judge it (the first two requests
  * took longer than max_age, under valgrind for one): ask again with more. */
 static bool rotation_with(uint64_t max_age) {
-        _cleanup_(sd_event_unrefp) sd_event *e = NULL;
-        _cleanup_(kube_client_freep) KubeClient *c = NULL;
-        char dir[] = "/tmp/test-kube.XXXXXX", url[64], token_path[128];
-        uint64_t start;
-        bool judged;
+        Fixture f;
+        KubeClient *c;
         Server *s;
+        bool judged;
 
-        assert_non_null(mkdtemp(dir));
-        (void) snprintf(token_path, sizeof token_path, "%s/token", dir);
-        write_token(dir, "one");
-        s = server_start();
-        (void) snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned) s->port);
-        assert_int_equal(sd_event_new(&e), 0);
-        start = now_usec(); /* the token is read after this */
-        assert_int_equal(kube_client_new(e,
-                                         &(KubeConfig){.api_url = url,
-                                                       .token_file = token_path,
-                                                       .token_max_age_usec = max_age},
-                                         &c),
-                         0);
+        fixture_start(&f, max_age);
+        c = f.client;
+        s = f.server;
 
         get(c);
         assert_string_equal(seen(s, 0), "Bearer one");
 
         /* rotated, but the token in use is young: kept */
-        write_token(dir, "two");
+        write_token(f.dir, "two");
         get(c);
-        judged = now_usec() - start < max_age;
+        judged = now_usec() - f.read_after < max_age;
         if (judged) {
                 assert_string_equal(seen(s, 1), "Bearer one");
 
@@ -240,28 +266,26 @@ static bool rotation_with(uint64_t max_age) {
                 assert_string_equal(seen(s, 2), "Bearer two");
 
                 /* a token that cannot be used (empty) keeps the last good one */
-                write_token(dir, "");
+                write_token(f.dir, "");
                 sleep_usec(max_age + 50000u);
                 get(c);
                 assert_string_equal(seen(s, 3), "Bearer two");
 
                 /* ... and is looked at again at the next request, not a
                  * whole age later */
-                write_token(dir, "three");
+                write_token(f.dir, "three");
                 get(c);
                 assert_string_equal(seen(s, 4), "Bearer three");
 
                 /* after a 401 the caller reloads at once, whatever the age */
-                write_token(dir, "four");
+                write_token(f.dir, "four");
                 assert_int_equal(kube_client_reload_token(c), 1);
                 assert_int_equal(kube_client_reload_token(c), 0); /* the same again */
                 get(c);
                 assert_string_equal(seen(s, 5), "Bearer four");
         }
 
-        (void) server_stop(NULL);
-        assert_int_equal(unlink(token_path), 0);
-        assert_int_equal(rmdir(dir), 0);
+        fixture_stop(&f);
         return judged;
 }
 
@@ -281,30 +305,17 @@ static void test_token_rotation(void **state) {
 /* Without a maximum age in the configuration the default (a minute)
  * applies: a rotation older than the other test's age is not picked up. */
 static void test_token_default_age(void **state) {
-        _cleanup_(sd_event_unrefp) sd_event *e = NULL;
-        _cleanup_(kube_client_freep) KubeClient *c = NULL;
-        char dir[] = "/tmp/test-kube.XXXXXX", url[64], token_path[128];
-        Server *s;
+        Fixture f;
 
-        assert_non_null(mkdtemp(dir));
-        (void) snprintf(token_path, sizeof token_path, "%s/token", dir);
-        write_token(dir, "one");
-        s = server_start();
-        (void) snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned) s->port);
-        assert_int_equal(sd_event_new(&e), 0);
-        assert_int_equal(
-                kube_client_new(e, &(KubeConfig){.api_url = url, .token_file = token_path}, &c), 0);
-
-        get(c);
-        write_token(dir, "two");
+        fixture_start(&f, 0);
+        get(f.client);
+        write_token(f.dir, "two");
         sleep_usec(MAX_AGE_USEC + 50000u);
-        get(c);
-        assert_string_equal(seen(s, 0), "Bearer one");
-        assert_string_equal(seen(s, 1), "Bearer one");
+        get(f.client);
+        assert_string_equal(seen(f.server, 0), "Bearer one");
+        assert_string_equal(seen(f.server, 1), "Bearer one");
 
-        (void) server_stop(NULL);
-        assert_int_equal(unlink(token_path), 0);
-        assert_int_equal(rmdir(dir), 0);
+        fixture_stop(&f);
         (void) state;
 }
 
