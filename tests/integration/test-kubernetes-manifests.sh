@@ -75,7 +75,9 @@ wait "$agent_pid" 2>/dev/null || true
 # validate DIR: the validator on DIR, its output in $WORK/validate.out.
 validate() {
         node "$validator" --deps "$deps" --dir "$1" --entrypoint "$entry" \
-                --metrics "$WORK/metrics.txt" --out "$WORK/rules" >"$WORK/validate.out" 2>&1
+                --metrics "$WORK/metrics.txt" --docs "${2:-$TOP_SRCDIR/docs/OPERATIONS.md}" \
+                --rule-tests "${3:-$TOP_SRCDIR/tests/kubernetes/prometheusrule.test.yaml}" \
+                --out "$WORK/rules" >"$WORK/validate.out" 2>&1
 }
 
 # --- the manifests as shipped --------------------------------------------------------
@@ -151,17 +153,17 @@ reject() {
         fi
 }
 reject "a misspelt field" "has no field the schema does not know" \
-        slinky-slurm-values.yaml '0,/serviceAccountName:/s/serviceAccountName:/serviceAccount_Name:/'
+        agent/sidecar/nodeset.yaml '0,/serviceAccountName:/s/serviceAccountName:/serviceAccount_Name:/'
 reject "a wrongly typed field" "passes the Pod schema" \
-        slinky-slurm-values.yaml '0,/runAsUser: 65532/s/runAsUser: 65532/runAsUser: nobody/'
+        agent/sidecar/nodeset.yaml '0,/runAsUser: 65532/s/runAsUser: 65532/runAsUser: nobody/'
 reject "privilege escalation" 'meets Pod Security "restricted"' \
-        slinky-slurm-values.yaml '0,/allowPrivilegeEscalation: false/s/allowPrivilegeEscalation: false/allowPrivilegeEscalation: true/'
+        agent/sidecar/nodeset.yaml '0,/allowPrivilegeEscalation: false/s/allowPrivilegeEscalation: false/allowPrivilegeEscalation: true/'
 reject "a capability too many" "the only departures from" \
-        slinky-slurm-values-target-process.yaml '0,/add: \[SYS_PTRACE\]/s/add: \[SYS_PTRACE\]/add: [SYS_PTRACE, SYS_ADMIN]/'
+        agent/target-process/nodeset.yaml '0,/add: \[SYS_PTRACE\]/s/add: \[SYS_PTRACE\]/add: [SYS_PTRACE, SYS_ADMIN]/'
 reject "a verb too many" "nothing else" \
         rbac.yaml 's/verbs: \[get, watch\]/verbs: [get, watch, list]/'
 reject "a YAML 1.1 boolean" "reads the same as YAML 1.1" \
-        slinky-slurm-values.yaml '0,/readOnly: true/s/readOnly: true/readOnly: yes/'
+        agent/sidecar/nodeset.yaml '0,/readOnly: true/s/readOnly: true/readOnly: yes/'
 reject "a metric the agent does not export" "is a metric the agent exports" \
         prometheusrule.yaml 's/aicr_enroot_config_drift_start_timestamp_seconds/aicr_enroot_config_drift_started/'
 reject "a state the agent does not report" "is a series the agent exports" \
