@@ -646,6 +646,14 @@ if (check(sa && role && binding, 'rbac.yaml has a ServiceAccount, a Role and a R
 check(shared.images.size === 1, 'every values file runs the same image', [...shared.images].join(', '));
 check(shared.portNames.size === 1, 'every values file names the metrics port the same', [...shared.portNames].join(', '));
 
+// AICR's kube-prometheus-stack (release kube-prometheus-stack) selects
+// PodMonitors and PrometheusRules by the chart's default label.
+for (const kind of ['PodMonitor', 'PrometheusRule']) {
+        for (const o of byKind(kind)) {
+                check(o.metadata.labels && o.metadata.labels.release === 'kube-prometheus-stack',
+                        `${kind}/${o.metadata.name} carries release: kube-prometheus-stack, which AICR's Prometheus selects`);
+        }
+}
 const [podMonitor] = byKind('PodMonitor');
 if (check(podMonitor, 'podmonitor.yaml has a PodMonitor')) {
         const exprs = podMonitor.spec.selector.matchExpressions || [];
