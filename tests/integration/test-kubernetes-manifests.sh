@@ -168,6 +168,16 @@ reject "a metric the agent does not export" "is a metric the agent exports" \
         prometheusrule.yaml 's/aicr_enroot_config_drift_start_timestamp_seconds/aicr_enroot_config_drift_started/'
 reject "a state the agent does not report" "is a series the agent exports" \
         prometheusrule.yaml 's/state="invalid"/state="broken"/'
+reject "requests below limits (a Guaranteed pod turns Burstable)" "requests and limits are set and equal" \
+        agent/sidecar/nodeset.yaml '0,/cpu: 50m/s/cpu: 50m/cpu: 10m/'
+reject "a runbook that is no heading of the guide" "is a heading of docs/OPERATIONS.md" \
+        prometheusrule.yaml 's/#rbac-errors/#rbac-error/'
+reject "no label AICR's Prometheus selects" "which AICR's Prometheus selects" \
+        podmonitor.yaml '/^    release: kube-prometheus-stack/d'
+reject "an admission policy that lets the agent patch any pod" "the policy denies the agent patching another pod" \
+        validatingadmissionpolicy.yaml 's/ == \[request.name\]/ != []/'
+reject "a patch that replaces a bundle's volume" "is the agent's own" \
+        agent/sidecar/nodeset.yaml 's/- name: aicr-enroot-agent-token/- name: enroot-config/'
 reject "a port the PodMonitor does not scrape" "scrapes the agent's named port" \
         podmonitor.yaml 's/port: agent-metrics/port: metrics/'
 
