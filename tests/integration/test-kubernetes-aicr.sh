@@ -63,7 +63,7 @@ fi
 
 rc=0
 node "$TOP_SRCDIR/tests/kubernetes/aicr-layering.js" --deps "$deps" --upstream "$upstream" \
-        --agent "$TOP_SRCDIR/container/kubernetes/agent" --work "$WORK" >"$WORK/layering.out" 2>&1 || rc=$?
+        --agent "$TOP_SRCDIR/container/kubernetes/agent" --docs "$TOP_SRCDIR/docs/OPERATIONS.md" --work "$WORK" >"$WORK/layering.out" 2>&1 || rc=$?
 while IFS= read -r line; do
         case $line in
         "ok - "*) pass ;;

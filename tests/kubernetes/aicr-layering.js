@@ -20,10 +20,14 @@
 // And, as the reason the agent is not a values file: the same podSpec given
 // to Helm as values drops the bundle's volumes.
 //
-// Usage: node aicr-layering.js --deps DIR --upstream DIR --agent DIR --work DIR
+// The guide's helm command must be the one this runs: the same post-renderer,
+// its variants, the chart and its version.
+//
+// Usage: node aicr-layering.js --deps DIR --upstream DIR --agent DIR --docs FILE --work DIR
 //   --deps      where scripts/setup-node-deps.sh installed the packages
 //   --upstream  tests/data/upstream (the chart's and AICR's values)
 //   --agent     container/kubernetes/agent (post-render.sh and the variants)
+//   --docs      docs/OPERATIONS.md
 //   --work      a scratch directory
 // Prints "ok - CHECK" or "not ok - CHECK: WHY" per check; exits 1 when any
 // failed, 2 on a usage error.
@@ -34,7 +38,7 @@ const path = require('path');
 const { execFileSync } = require('child_process');
 const { createRequire } = require('module');
 
-const OPTIONS = ['deps', 'upstream', 'agent', 'work'];
+const OPTIONS = ['deps', 'upstream', 'agent', 'docs', 'work'];
 const opts = {};
 for (let i = 2; i < process.argv.length; i += 2) {
         const key = process.argv[i].replace(/^--/, '');
@@ -336,6 +340,24 @@ for (const [bundleName, bundle] of Object.entries(BUNDLES)) {
         const kept = asValues.nodesets.slinky.podSpec.volumes.map((v) => v.name);
         const dropped = bundle.nodesets.slinky.podSpec.volumes.map((v) => v.name).filter((v) => !kept.includes(v));
         check(dropped.length > 0, `${bundleName}: as Helm values, the agent's podSpec would drop the bundle's volumes (${dropped.join(', ')})`);
+}
+
+// --- the guide's command is the one run here --------------------------------------------------
+{
+        const guide = fs.readFileSync(opts.docs, 'utf8');
+        const section = guide.slice(guide.indexOf('## Deploy with an AICR bundle'), guide.indexOf('## What each option'));
+        const cmd = (section.match(/helm upgrade --install slinky-slurm (?:[^\n]*\\\n)*[^\n]*/) || [''])[0].replace(/\\\n\s*/g, ' ');
+        check(cmd !== '', 'the guide shows the helm command that deploys slinky-slurm');
+        check(cmd.includes(` oci://ghcr.io/slinkyproject/charts/${chartMeta.name} --version ${chartMeta.version} `),
+                `the guide's command pins the chart this test renders (${chartMeta.name} ${chartMeta.version})`, cmd);
+        check(cmd.includes('--post-renderer "$SRC/container/kubernetes/agent/post-render.sh"'),
+                "the guide's command runs the post-renderer this test runs", cmd);
+        const args = [...section.matchAll(/--post-renderer-args ([a-z-]+)/g)].map((m) => m[1]);
+        check(args.length > 0 && args.every((a) => a in VARIANTS && a !== 'sidecar'),
+                "the guide's --post-renderer-args name variants this test runs", args.join(', '));
+        check(/helm plugin install "\$SRC\/container\/kubernetes\/agent"/.test(section) &&
+                YAML.parse(fs.readFileSync(path.join(opts.agent, 'plugin.yaml'), 'utf8')).name === 'aicr-enroot-agent' &&
+                section.includes('--post-renderer aicr-enroot-agent'), "the guide's Helm 4 plugin is agent/plugin.yaml, by its name");
 }
 
 process.exit(failures ? 1 : 0);
