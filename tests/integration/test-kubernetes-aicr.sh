@@ -40,7 +40,8 @@ elif command -v kustomize >/dev/null; then
 fi
 if [ -z "${kz_version:-}" ] || [ "$kz_version" -lt 5 ]; then
         [ "$failures" -eq 0 ] || { finish || exit 1; }
-        skip "SKIPPED, NOT PASSED: the post-renderer needs kubectl 1.27+ or kustomize v5 (found: ${kz_version:+kustomize v$kz_version}${kz_version:-none}); the agent's layering onto AICR bundles is not checked"
+        found=${kz_version:+kustomize v$kz_version}
+        skip "SKIPPED, NOT PASSED: the post-renderer needs kubectl 1.27+ or kustomize v5 (found: ${found:-none}); the agent's layering onto AICR bundles is not checked"
 fi
 
 deps=${AICR_NODE_DEPS:-}
