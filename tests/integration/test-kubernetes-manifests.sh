@@ -3,7 +3,10 @@
 # container/kubernetes/ validated offline, as CI can: tests/kubernetes/
 # validate-manifests.js (kubernetes-models schemas, strict about unknown
 # fields; Pod Security "restricted" for the agent container where its mode
-# allows; the files agree with each other, with the Containerfile and with the
+# allows; requests equal to limits; the admission policy's CEL on sample
+# requests; every alert's runbook a heading of docs/OPERATIONS.md; the promtool
+# tests fed series shaped as kube-state-metrics and the real agent export
+# them; the files agree with each other, with the Containerfile and with the
 # metrics the real binary exports), then `promtool check rules` and
 # `promtool test rules` on the PrometheusRule's groups. Broken copies of the
 # manifests must be rejected, so a check that lets everything through fails.
@@ -105,7 +108,7 @@ else
         fail "promtool test rules: $out"
 fi
 
-# --- the real binary accepts the command lines the values files give it --------------
+# --- the real binary accepts the command lines the variants give it --------------
 # As in a pod: the downward API's variables and the API server's address.
 if "$AGENT" --help 2>&1 | grep -q -- '--kube '; then
         while IFS= read -r cmd; do
@@ -127,9 +130,9 @@ if "$AGENT" --help 2>&1 | grep -q -- '--kube '; then
                         ;;
                 esac
         done < <(jq -c '.[]' "$WORK/rules/commands.json")
-        [ -s "$WORK/rules/commands.json" ] && pass || fail "no command lines from the values files"
+        [ -s "$WORK/rules/commands.json" ] && pass || fail "no command lines from the variants"
 else
-        echo "note: this agent has no --kube option yet: the values files' command lines were not run" >&2
+        echo "note: this agent has no --kube option yet: the variants' command lines were not run" >&2
 fi
 
 # --- broken copies are rejected --------------------------------------------------------

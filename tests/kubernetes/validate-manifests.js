@@ -245,7 +245,7 @@ function quantity(q) {
         return parseFloat(m[1]) * f;
 }
 
-// --- the agent container in a values file ---------------------------------------------
+// --- the agent container in a variant's patch ---------------------------------------------
 function argMap(args) {
         const m = {};
         for (const a of args || []) {
@@ -643,8 +643,8 @@ if (check(sa && role && binding, 'rbac.yaml has a ServiceAccount, a Role and a R
         check(same([...shared.serviceAccounts], [sa.metadata.name]), `every pod runs as the ServiceAccount ${sa.metadata.name}`,
                 [...shared.serviceAccounts].join(', '));
 }
-check(shared.images.size === 1, 'every values file runs the same image', [...shared.images].join(', '));
-check(shared.portNames.size === 1, 'every values file names the metrics port the same', [...shared.portNames].join(', '));
+check(shared.images.size === 1, 'every variant runs the same image', [...shared.images].join(', '));
+check(shared.portNames.size === 1, 'every variant names the metrics port the same', [...shared.portNames].join(', '));
 
 // AICR's kube-prometheus-stack (release kube-prometheus-stack) selects
 // PodMonitors and PrometheusRules by the chart's default label.
