@@ -528,7 +528,7 @@ function parseSeries(text) {
         for (const pair of m[2].matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"/g)) labels[pair[1]] = pair[2];
         return { name: m[1], labels };
 }
-function checkRuleTests(known) {
+function checkRuleTests(known, ruleAlerts) {
         const doc = YAML.parse(fs.readFileSync(opts['rule-tests'], 'utf8'));
         const fed = new Set();
         for (const t of doc.tests || []) {
@@ -560,6 +560,9 @@ function checkRuleTests(known) {
                         }
                 }
         }
+        const fired = new Set((doc.tests || []).flatMap((t) => (t.alert_rule_test || [])
+                .filter((a) => (a.exp_alerts || []).length > 0).map((a) => a.alertname)));
+        for (const alert of ruleAlerts) check(fired.has(alert), `prometheusrule.test.yaml has a case where ${alert} fires`);
         check(fed.has('kube_pod_init_container_status_restarts_total'),
                 'prometheusrule.test.yaml feeds the restart alert the native sidecar\'s init-container series');
         check(fed.has('kube_pod_container_status_restarts_total'),
@@ -706,8 +709,8 @@ fs.writeFileSync(path.join(opts.out, 'commands.json'), JSON.stringify(shared.com
 const [promRule] = byKind('PrometheusRule');
 if (check(promRule, 'prometheusrule.yaml has a PrometheusRule')) {
         const known = knownMetrics(loadMetrics(opts.metrics));
-        checkRules(promRule.spec, known, headingAnchors(fs.readFileSync(opts.docs, 'utf8')));
-        checkRuleTests(known);
+        const ruleAlerts = checkRules(promRule.spec, known, headingAnchors(fs.readFileSync(opts.docs, 'utf8')));
+        checkRuleTests(known, ruleAlerts);
         fs.writeFileSync(path.join(opts.out, 'prometheusrule.rules.yaml'), YAML.stringify(promRule.spec));
         const bare = clone(promRule.spec);
         for (const g of bare.groups) for (const r of g.rules) delete r.annotations;
