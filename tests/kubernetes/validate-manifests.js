@@ -529,7 +529,13 @@ function parseSeries(text) {
         return { name: m[1], labels };
 }
 function checkRuleTests(known, ruleAlerts) {
-        const doc = YAML.parse(fs.readFileSync(opts['rule-tests'], 'utf8'));
+        let doc;
+        try {
+                doc = YAML.parse(fs.readFileSync(opts['rule-tests'], 'utf8'));
+        } catch (e) {
+                check(false, 'prometheusrule.test.yaml parses', e.message.split('\n')[0]);
+                return;
+        }
         const fed = new Set();
         for (const t of doc.tests || []) {
                 for (const input of t.input_series || []) {
