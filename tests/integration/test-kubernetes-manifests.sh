@@ -3,7 +3,10 @@
 # container/kubernetes/ validated offline, as CI can: tests/kubernetes/
 # validate-manifests.js (kubernetes-models schemas, strict about unknown
 # fields; Pod Security "restricted" for the agent container where its mode
-# allows; the files agree with each other, with the Containerfile and with the
+# allows; requests equal to limits; the admission policy's CEL on sample
+# requests; every alert's runbook a heading of docs/OPERATIONS.md; the promtool
+# tests fed series shaped as kube-state-metrics and the real agent export
+# them; the files agree with each other, with the Containerfile and with the
 # metrics the real binary exports), then `promtool check rules` and
 # `promtool test rules` on the PrometheusRule's groups. Broken copies of the
 # manifests must be rejected, so a check that lets everything through fails.
@@ -75,7 +78,9 @@ wait "$agent_pid" 2>/dev/null || true
 # validate DIR: the validator on DIR, its output in $WORK/validate.out.
 validate() {
         node "$validator" --deps "$deps" --dir "$1" --entrypoint "$entry" \
-                --metrics "$WORK/metrics.txt" --out "$WORK/rules" >"$WORK/validate.out" 2>&1
+                --metrics "$WORK/metrics.txt" --docs "${2:-$TOP_SRCDIR/docs/OPERATIONS.md}" \
+                --rule-tests "${3:-$TOP_SRCDIR/tests/kubernetes/prometheusrule.test.yaml}" \
+                --out "$WORK/rules" >"$WORK/validate.out" 2>&1
 }
 
 # --- the manifests as shipped --------------------------------------------------------
@@ -103,7 +108,7 @@ else
         fail "promtool test rules: $out"
 fi
 
-# --- the real binary accepts the command lines the values files give it --------------
+# --- the real binary accepts the command lines the variants give it --------------
 # As in a pod: the downward API's variables and the API server's address.
 if "$AGENT" --help 2>&1 | grep -q -- '--kube '; then
         while IFS= read -r cmd; do
@@ -125,9 +130,9 @@ if "$AGENT" --help 2>&1 | grep -q -- '--kube '; then
                         ;;
                 esac
         done < <(jq -c '.[]' "$WORK/rules/commands.json")
-        [ -s "$WORK/rules/commands.json" ] && pass || fail "no command lines from the values files"
+        [ -s "$WORK/rules/commands.json" ] && pass || fail "no command lines from the variants"
 else
-        echo "note: this agent has no --kube option yet: the values files' command lines were not run" >&2
+        echo "note: this agent has no --kube option yet: the variants' command lines were not run" >&2
 fi
 
 # --- broken copies are rejected --------------------------------------------------------
@@ -151,21 +156,31 @@ reject() {
         fi
 }
 reject "a misspelt field" "has no field the schema does not know" \
-        slinky-slurm-values.yaml '0,/serviceAccountName:/s/serviceAccountName:/serviceAccount_Name:/'
+        agent/sidecar/nodeset.yaml '0,/serviceAccountName:/s/serviceAccountName:/serviceAccount_Name:/'
 reject "a wrongly typed field" "passes the Pod schema" \
-        slinky-slurm-values.yaml '0,/runAsUser: 65532/s/runAsUser: 65532/runAsUser: nobody/'
+        agent/sidecar/nodeset.yaml '0,/runAsUser: 65532/s/runAsUser: 65532/runAsUser: nobody/'
 reject "privilege escalation" 'meets Pod Security "restricted"' \
-        slinky-slurm-values.yaml '0,/allowPrivilegeEscalation: false/s/allowPrivilegeEscalation: false/allowPrivilegeEscalation: true/'
+        agent/sidecar/nodeset.yaml '0,/allowPrivilegeEscalation: false/s/allowPrivilegeEscalation: false/allowPrivilegeEscalation: true/'
 reject "a capability too many" "the only departures from" \
-        slinky-slurm-values-target-process.yaml '0,/add: \[SYS_PTRACE\]/s/add: \[SYS_PTRACE\]/add: [SYS_PTRACE, SYS_ADMIN]/'
+        agent/target-process/nodeset.yaml '0,/add: \[SYS_PTRACE\]/s/add: \[SYS_PTRACE\]/add: [SYS_PTRACE, SYS_ADMIN]/'
 reject "a verb too many" "nothing else" \
         rbac.yaml 's/verbs: \[get, watch\]/verbs: [get, watch, list]/'
 reject "a YAML 1.1 boolean" "reads the same as YAML 1.1" \
-        slinky-slurm-values.yaml '0,/readOnly: true/s/readOnly: true/readOnly: yes/'
+        agent/sidecar/nodeset.yaml '0,/readOnly: true/s/readOnly: true/readOnly: yes/'
 reject "a metric the agent does not export" "is a metric the agent exports" \
         prometheusrule.yaml 's/aicr_enroot_config_drift_start_timestamp_seconds/aicr_enroot_config_drift_started/'
 reject "a state the agent does not report" "is a series the agent exports" \
         prometheusrule.yaml 's/state="invalid"/state="broken"/'
+reject "requests below limits (a Guaranteed pod turns Burstable)" "requests and limits are set and equal" \
+        agent/sidecar/nodeset.yaml '0,/cpu: 50m/s/cpu: 50m/cpu: 10m/'
+reject "a runbook that is no heading of the guide" "is a heading of docs/OPERATIONS.md" \
+        prometheusrule.yaml 's/#rbac-errors/#rbac-error/'
+reject "no label AICR's Prometheus selects" "which AICR's Prometheus selects" \
+        podmonitor.yaml '/^    release: kube-prometheus-stack/d'
+reject "an admission policy that lets the agent patch any pod" "the policy denies the agent patching another pod" \
+        validatingadmissionpolicy.yaml 's/ == \[request.name\]/ != []/'
+reject "a patch that replaces a bundle's volume" "is the agent's own" \
+        agent/sidecar/nodeset.yaml 's/- name: aicr-enroot-agent-token/- name: enroot-config/'
 reject "a port the PodMonitor does not scrape" "scrapes the agent's named port" \
         podmonitor.yaml 's/port: agent-metrics/port: metrics/'
 

@@ -3,23 +3,29 @@
 // Offline validation of container/kubernetes/: every file parses (and reads
 // the same as YAML 1.1, the way Helm reads it), every object passes the
 // Kubernetes (or prometheus-operator) schema with no field the schema does not
-// know, the Helm values' podSpec fragments pass as a Pod, the agent container
-// meets Pod Security "restricted" where its mode allows and has exactly the
-// documented exceptions where it does not, and the files agree with each
-// other, with the Containerfile and with the metrics the real binary exports.
-// Writes the PrometheusRule's spec as rule files for promtool, and the command
-// lines the values files give the agent.
+// know, the post-renderer's patches (agent/*/) pass as a Pod, the agent
+// container meets Pod Security "restricted" where its mode allows and has
+// exactly the documented exceptions where it does not, its resources keep a
+// Guaranteed pod Guaranteed, the admission policy's CEL expressions decide
+// sample requests as documented, every alert's runbook is a heading of the
+// operator guide, the promtool tests feed the series the real exporters
+// export, and the files agree with each other, with the Containerfile and with
+// the metrics the real binary exports. Writes the PrometheusRule's spec as rule
+// files for promtool, and the command lines the patches give the agent.
 //
 // Usage: node validate-manifests.js --deps DIR --dir DIR --entrypoint PATH
-//                                   --metrics FILE --out DIR
+//                                   --metrics FILE --docs FILE --rule-tests FILE
+//                                   --out DIR
 //   --deps        where scripts/setup-node-deps.sh installed the packages
 //   --dir         the manifests (container/kubernetes)
 //   --entrypoint  the image's ENTRYPOINT (from container/Containerfile)
 //   --metrics     a /metrics answer of the real agent
+//   --docs        docs/OPERATIONS.md, where the runbooks are
+//   --rule-tests  tests/kubernetes/prometheusrule.test.yaml
 //   --out         receives prometheusrule.rules.yaml (the spec),
 //                 prometheusrule.bare.rules.yaml (without annotations, for
 //                 promtool test rules) and commands.json (the agent's
-//                 arguments and its probe's, from each values file, for the
+//                 arguments and its probe's, from each variant, for the
 //                 real binary to check)
 // Prints "ok - CHECK" or "not ok - CHECK: WHY" per check; exits 1 when any
 // failed, 2 on a usage error.
@@ -28,17 +34,19 @@
 const fs = require('fs');
 const path = require('path');
 const { createRequire } = require('module');
+const { pathToFileURL } = require('url');
 
 const opts = {};
+const OPTIONS = ['deps', 'dir', 'entrypoint', 'metrics', 'docs', 'rule-tests', 'out'];
 for (let i = 2; i < process.argv.length; i += 2) {
         const key = process.argv[i].replace(/^--/, '');
-        if (!['deps', 'dir', 'entrypoint', 'metrics', 'out'].includes(key) || i + 1 >= process.argv.length) {
+        if (!OPTIONS.includes(key) || i + 1 >= process.argv.length) {
                 console.error(`validate-manifests: bad argument ${process.argv[i]}`);
                 process.exit(2);
         }
         opts[key] = process.argv[i + 1];
 }
-for (const key of ['deps', 'dir', 'entrypoint', 'metrics', 'out']) {
+for (const key of OPTIONS) {
         if (!opts[key]) {
                 console.error(`validate-manifests: --${key} is required`);
                 process.exit(2);
@@ -50,6 +58,7 @@ const YAML = depsRequire('yaml');
 const core = depsRequire('kubernetes-models/v1');
 const rbac = depsRequire('kubernetes-models/rbac.authorization.k8s.io/v1');
 const monitoring = depsRequire('@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1');
+const admission = depsRequire('kubernetes-models/admissionregistration.k8s.io/v1');
 
 // --- reporting -----------------------------------------------------------------
 let failures = 0;
@@ -73,6 +82,8 @@ const WORKLOAD = { nodesets: 'slurmd', loginsets: 'login' };
 const TARGET_PROCESS = { nodesets: 'slurmd', loginsets: 'sshd' };
 const ENROOT_VOLUME = 'enroot-config';
 const ENROOT_CONFIGMAP = 'slinky-slurm-enroot-config';
+// The bundle's volume the agent mounts (AICR's recipes/components/slinky-slurm/values.yaml).
+const BUNDLE_VOLUMES = [{ name: ENROOT_VOLUME, configMap: { name: ENROOT_CONFIGMAP } }];
 const RUNNING_FILES = { 'enroot.conf': '/etc/enroot/enroot.conf', '99-aicr-defaults.env': '/etc/enroot/environ.d/99-aicr-defaults.env' };
 const AGENT = 'aicr-enroot-agent';
 const SA_DIR_DEFAULT = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -91,13 +102,32 @@ const ANNOUNCED_METRICS = {
 };
 // Labels a scrape through podmonitor.yaml adds to every series.
 const TARGET_LABELS = ['job', 'namespace', 'pod', 'container', 'endpoint', 'instance', 'node', 'slurm_role'];
-// Series from other exporters the rules may use.
-const EXTERNAL_METRICS = ['up', 'kube_pod_container_status_restarts_total'];
-const VALUES_FILES = {
-        'slinky-slurm-values.yaml': { sidecar: 'native', mode: 'running-root' },
-        'slinky-slurm-values-plain-container.yaml': { sidecar: 'plain', mode: 'running-root' },
-        'slinky-slurm-values-target-process.yaml': { sidecar: 'native', mode: 'target-process' },
+// Label values announced by the agent's interface before this binary exports
+// them (the state the agent reports after its own restart, when it can no
+// longer verify the workload's files).
+const ANNOUNCED_LABEL_VALUES = { aicr_enroot_config_state: { state: ['unverifiable'] } };
+// Series from other exporters the rules may use, with the labels they carry.
+// kube-state-metrics (docs/pod-metrics.md): a native sidecar is an init
+// container and is counted under kube_pod_init_container_*; a scrape through
+// kube-prometheus-stack's ServiceMonitor (honorLabels) adds job, instance,
+// endpoint and service.
+const KSM_SCRAPE_LABELS = ['job', 'instance', 'endpoint', 'service'];
+const EXTERNAL_METRICS = {
+        up: null,
+        kube_pod_container_status_restarts_total: ['container', 'namespace', 'pod', 'uid'],
+        kube_pod_init_container_status_restarts_total: ['container', 'namespace', 'pod', 'uid'],
 };
+// The post-renderer's variants (agent/VARIANT/): a kustomization.yaml and one
+// strategic merge patch per Slinky kind, whose spec.template.spec is the
+// podSpec fragment merged into what the chart rendered.
+const VARIANTS = {
+        'agent/sidecar': { sidecar: 'native', mode: 'running-root' },
+        'agent/plain-container': { sidecar: 'plain', mode: 'running-root' },
+        'agent/target-process': { sidecar: 'native', mode: 'target-process' },
+};
+const PATCHES = { nodesets: { file: 'nodeset.yaml', kind: 'NodeSet' }, loginsets: { file: 'loginset.yaml', kind: 'LoginSet' } };
+const SLINKY_API = 'slinky.slurm.net/v1beta1';
+const SCHEMA_FILE = 'slinky-podspec-schema.json';
 
 // --- parsing ---------------------------------------------------------------------
 function parseFile(file) {
@@ -215,7 +245,7 @@ function quantity(q) {
         return parseFloat(m[1]) * f;
 }
 
-// --- the agent container in a values file ---------------------------------------------
+// --- the agent container in a variant's patch ---------------------------------------------
 function argMap(args) {
         const m = {};
         for (const a of args || []) {
@@ -238,17 +268,21 @@ function checkAgent(file, set, podSpec, expect, shared) {
         }
         const args = argMap(agent.args);
         const mounts = agent.volumeMounts || [];
-        const volumes = Object.fromEntries((podSpec.volumes || []).map((v) => [v.name, v]));
-        for (const m of mounts) check(volumes[m.name], `${where}: mount ${m.mountPath} refers to a volume of the podSpec`, m.name);
+        // The patch adds only the agent's own volumes: a volume of the bundle
+        // named here would be merged into, and changed.
+        for (const v of podSpec.volumes || []) {
+                check(v.name !== ENROOT_VOLUME && (agent.volumeMounts || []).some((m) => m.name === v.name),
+                        `${where}: the patch's volume ${v.name} is the agent's own`);
+        }
+        // What the pod will have: the patch's volumes and the bundle's.
+        const volumes = Object.fromEntries([...BUNDLE_VOLUMES, ...(podSpec.volumes || [])].map((v) => [v.name, v]));
+        for (const m of mounts) check(volumes[m.name], `${where}: mount ${m.mountPath} refers to the patch's volume or the bundle's`, m.name);
 
         // the desired side: the whole directory
         const desired = args['--desired-dir'];
         check(desired, `${where}: --desired-dir is set`);
         check(mounts.some((m) => m.name === ENROOT_VOLUME && m.mountPath === desired && !m.subPath && m.readOnly === true),
                 `${where}: the ${ENROOT_VOLUME} volume is mounted whole and read-only at --desired-dir`);
-        const vol = volumes[ENROOT_VOLUME];
-        check(vol && vol.configMap && vol.configMap.name === ENROOT_CONFIGMAP,
-                `${where}: the ${ENROOT_VOLUME} volume is the bundle's ConfigMap ${ENROOT_CONFIGMAP}`);
 
         // the running side
         if (expect.mode === 'running-root') {
@@ -319,12 +353,14 @@ function checkAgent(file, set, podSpec, expect, shared) {
                         `${where}: ${name} comes from the downward API (${field})`);
         }
 
-        // resources
+        // resources: requests equal to limits, so that a pod whose other
+        // containers have them equal stays Guaranteed (a native sidecar counts)
         const r = agent.resources || {};
         for (const res of ['cpu', 'memory']) {
                 const req = r.requests && quantity(r.requests[res]);
                 const lim = r.limits && quantity(r.limits[res]);
-                check(req > 0 && lim > 0 && req <= lim, `${where}: ${res} requests and limits are set, requests <= limits`);
+                check(req > 0 && lim > 0 && req === lim, `${where}: ${res} requests and limits are set and equal`,
+                        `requests ${r.requests && r.requests[res]}, limits ${r.limits && r.limits[res]}`);
         }
         check(quantity(r.limits && r.limits.memory) <= 256 * 1024 ** 2, `${where}: the memory limit is small`);
 
@@ -361,6 +397,7 @@ function asPod(set, podSpec) {
                 })),
         };
         spec.containers = [workload, ...(spec.containers || [])];
+        spec.volumes = [...BUNDLE_VOLUMES, ...(spec.volumes || [])];
         if (spec.automountServiceAccountToken === undefined) spec.automountServiceAccountToken = false;
         return {
                 apiVersion: 'v1', kind: 'Pod',
@@ -376,18 +413,60 @@ function loadMetrics(file) {
                 const m = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? /);
                 if (!m) continue;
                 const entry = metrics[m[1]] || (metrics[m[1]] = {});
+                const names = [];
                 for (const pair of (m[3] || '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
                         (entry[pair[1]] || (entry[pair[1]] = new Set())).add(pair[2]);
+                        names.push(pair[1]);
                 }
+                // the label names one series carries, not a map key of entry
+                Object.defineProperty(entry, 'signatures', { value: entry.signatures || new Set(), enumerable: false });
+                entry.signatures.add(names.sort().join(','));
         }
         return metrics;
 }
 
-function checkRules(spec, metrics) {
+// What the agent exports: the real binary's /metrics, and what its interface
+// announces beyond it.
+function knownMetrics(metrics) {
         const known = { ...metrics };
         for (const [name, labels] of Object.entries(ANNOUNCED_METRICS)) {
-                if (!known[name]) known[name] = Object.fromEntries(labels.map((l) => [l, null]));
+                if (known[name]) continue;
+                known[name] = Object.fromEntries(labels.map((l) => [l, null]));
+                Object.defineProperty(known[name], 'signatures', { value: new Set([[...labels].sort().join(',')]), enumerable: false });
         }
+        for (const [name, byLabel] of Object.entries(ANNOUNCED_LABEL_VALUES)) {
+                for (const [label, values] of Object.entries(byLabel)) {
+                        if (known[name] && known[name][label]) for (const v of values) known[name][label].add(v);
+                }
+        }
+        return known;
+}
+
+// GitHub's heading anchors: lower case, every character but letters, digits,
+// spaces, hyphens and underscores removed, spaces turned into hyphens, a
+// repeated anchor suffixed -1, -2, ... (github-slugger, as github.com renders
+// Markdown). Headings inside fenced code blocks are not headings.
+function headingAnchors(markdown) {
+        const anchors = new Set();
+        const seen = {};
+        let fenced = false;
+        for (const line of markdown.split('\n')) {
+                if (/^\s*(```|~~~)/.test(line)) fenced = !fenced;
+                const m = !fenced && line.match(/^#{1,6}\s+(.*?)\s*#*\s*$/);
+                if (!m) continue;
+                let slug = m[1].toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+                if (seen[slug] !== undefined) {
+                        seen[slug]++;
+                        slug = `${slug}-${seen[slug]}`;
+                } else {
+                        seen[slug] = 0;
+                }
+                anchors.add(slug);
+        }
+        return anchors;
+}
+
+function checkRules(spec, known, anchors) {
         check(Array.isArray(spec.groups) && spec.groups.length > 0, 'prometheusrule.yaml has rule groups');
         const alerts = new Set();
         for (const group of spec.groups || []) {
@@ -399,6 +478,10 @@ function checkRules(spec, metrics) {
                         check(['critical', 'warning', 'info'].includes(rule.labels && rule.labels.severity), `${what} has a severity`);
                         check(rule.annotations && rule.annotations.summary && rule.annotations.description,
                                 `${what} has a summary and a description`);
+                        const runbook = (rule.annotations && rule.annotations.runbook_url) || '';
+                        const [doc, anchor] = runbook.split('#');
+                        check(doc === 'docs/OPERATIONS.md' && anchors.has(anchor),
+                                `${what}: its runbook_url is a heading of docs/OPERATIONS.md`, runbook || 'no runbook_url');
                         // every selector of a metric, with its matchers
                         for (const m of rule.expr.matchAll(/\b([a-z_][a-z0-9_]*)\s*(\{([^}]*)\})?/g)) {
                                 const name = m[1];
@@ -419,8 +502,12 @@ function checkRules(spec, metrics) {
                                                                 `it exports ${[...values].join(', ')}`);
                                                 }
                                         }
-                                } else {
-                                        check(EXTERNAL_METRICS.includes(name), `${what}: ${name} is a known external metric`);
+                                } else if (check(name in EXTERNAL_METRICS, `${what}: ${name} is a known external metric`) &&
+                                        EXTERNAL_METRICS[name]) {
+                                        for (const [, label] of matchers) {
+                                                check(EXTERNAL_METRICS[name].includes(label) || KSM_SCRAPE_LABELS.includes(label),
+                                                        `${what}: ${name} has a label ${label}`);
+                                        }
                                 }
                         }
                 }
@@ -428,30 +515,105 @@ function checkRules(spec, metrics) {
         return alerts;
 }
 
+// The promtool tests must feed the rules the series the exporters really
+// export: the agent's with exactly the label names of one of its real series
+// (plus the target labels of a scrape through podmonitor.yaml), and label
+// values it exports; kube-state-metrics' with the labels it gives them; the
+// restart alert fed both the init-container series (native sidecar, the
+// default) and the container series (plain-container variant).
+function parseSeries(text) {
+        const m = text.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\}$/);
+        if (!m) return null;
+        const labels = {};
+        for (const pair of m[2].matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"/g)) labels[pair[1]] = pair[2];
+        return { name: m[1], labels };
+}
+function checkRuleTests(known, ruleAlerts) {
+        let doc;
+        try {
+                doc = YAML.parse(fs.readFileSync(opts['rule-tests'], 'utf8'));
+        } catch (e) {
+                check(false, 'prometheusrule.test.yaml parses', e.message.split('\n')[0]);
+                return;
+        }
+        const fed = new Set();
+        for (const t of doc.tests || []) {
+                for (const input of t.input_series || []) {
+                        const series = parseSeries(input.series);
+                        const what = `prometheusrule.test.yaml: ${input.series}`;
+                        if (!check(series, `${what} parses`)) continue;
+                        const { name, labels } = series;
+                        const names = Object.keys(labels);
+                        if (name.startsWith('aicr_') || name.startsWith('process_')) {
+                                if (labels.job !== JOB) continue; // a series of another job, left unselected
+                                if (!check(known[name], `${what}: the agent exports ${name}`)) continue;
+                                const own = names.filter((l) => !TARGET_LABELS.includes(l)).sort().join(',');
+                                check(known[name].signatures.has(own), `${what}: has the label names of a real series of ${name}`,
+                                        `it carries ${own || 'none'}; the agent exports ${[...known[name].signatures].join(' | ') || 'none'}`);
+                                check(['namespace', 'pod'].every((l) => names.includes(l)), `${what}: carries the scrape's namespace and pod`);
+                                for (const l of names) {
+                                        const values = known[name][l];
+                                        if (values) check(values.has(labels[l]), `${what}: ${l}="${labels[l]}" is a value the agent exports`);
+                                }
+                        } else if (name === 'up') {
+                                check(names.every((l) => TARGET_LABELS.includes(l)), `${what}: up carries only target labels`);
+                        } else if (check(name in EXTERNAL_METRICS, `${what}: ${name} is a known external metric`)) {
+                                const own = names.filter((l) => !KSM_SCRAPE_LABELS.includes(l)).sort();
+                                check(same(own, [...EXTERNAL_METRICS[name]].sort()), `${what}: carries the labels kube-state-metrics gives it`,
+                                        own.join(','));
+                                check(labels.job === 'kube-state-metrics', `${what}: as scraped from kube-state-metrics`);
+                                if (labels.container === AGENT) fed.add(name);
+                        }
+                }
+        }
+        const fired = new Set((doc.tests || []).flatMap((t) => (t.alert_rule_test || [])
+                .filter((a) => (a.exp_alerts || []).length > 0).map((a) => a.alertname)));
+        for (const alert of ruleAlerts) check(fired.has(alert), `prometheusrule.test.yaml has a case where ${alert} fires`);
+        check(fed.has('kube_pod_init_container_status_restarts_total'),
+                'prometheusrule.test.yaml feeds the restart alert the native sidecar\'s init-container series');
+        check(fed.has('kube_pod_container_status_restarts_total'),
+                'prometheusrule.test.yaml feeds the restart alert the plain container\'s series');
+}
+
 // --- main --------------------------------------------------------------------------------------
 const files = fs.readdirSync(opts.dir).filter((f) => /\.ya?ml$/.test(f)).sort();
 const shared = { portNames: new Set(), serviceAccounts: new Set(), images: new Set(), agents: {}, commands: [] };
 const objects = [];
-for (const f of Object.keys(VALUES_FILES)) check(files.includes(f), `${f} exists`);
+
+// the post-renderer's variants
+const agentDir = path.join(opts.dir, 'agent');
+check(fs.existsSync(path.join(agentDir, SCHEMA_FILE)), `agent/${SCHEMA_FILE} exists`);
+for (const [variant, expect] of Object.entries(VARIANTS)) {
+        const dir = path.join(opts.dir, variant);
+        if (!check(fs.existsSync(dir), `${variant}/ exists`)) continue;
+        const [kz] = parseFile(path.join(dir, 'kustomization.yaml'));
+        const wantPatches = Object.values(PATCHES).map(({ file, kind }) => ({
+                path: file, target: { group: SLINKY_API.split('/')[0], version: SLINKY_API.split('/')[1], kind },
+        }));
+        check(kz && same(kz.resources, ['helm-output.yaml']) && same(kz.openapi, { path: SCHEMA_FILE }) &&
+                same(kz.patches, wantPatches) && kz.kind === 'Kustomization',
+        `${variant}/kustomization.yaml patches every NodeSet and LoginSet of helm-output.yaml, with the schema's merge keys`,
+        JSON.stringify(kz));
+        shared.agents[variant] = {};
+        for (const [set, { file, kind }] of Object.entries(PATCHES)) {
+                const where = `${variant}/${file}`;
+                const docs = parseFile(path.join(dir, file));
+                if (!check(docs.length === 1, `${where} is one YAML document`)) continue;
+                const [doc] = docs;
+                check(doc.apiVersion === SLINKY_API && doc.kind === kind, `${where} patches a ${kind} (${SLINKY_API})`);
+                const podSpec = doc.spec && doc.spec.template && doc.spec.template.spec;
+                if (!check(podSpec, `${where}: spec.template.spec is set`)) continue;
+                check(same(Object.keys(doc).sort(), ['apiVersion', 'kind', 'metadata', 'spec']) &&
+                        same(Object.keys(doc.spec), ['template']) && same(Object.keys(doc.spec.template), ['spec']),
+                `${where} touches nothing but spec.template.spec`);
+                validateStrict(core.Pod, asPod(set, podSpec), `${where} as a Pod`);
+                const agent = checkAgent(variant, set, podSpec, expect, shared);
+                shared.agents[variant][set] = { agent, podSpec };
+        }
+}
 
 for (const file of files) {
         const docs = parseFile(path.join(opts.dir, file));
-        if (VALUES_FILES[file]) {
-                const expect = VALUES_FILES[file];
-                const values = docs[0] || {};
-                check(docs.length === 1, `${file} is one YAML document`);
-                shared.agents[file] = {};
-                for (const set of ['nodesets', 'loginsets']) {
-                        const podSpec = values[set] && values[set].slinky && values[set].slinky.podSpec;
-                        if (!check(podSpec, `${file}: ${set}.slinky.podSpec is set`)) continue;
-                        check(same(Object.keys(values[set].slinky), ['podSpec']), `${file}: only ${set}.slinky.podSpec is touched`);
-                        validateStrict(core.Pod, asPod(set, podSpec), `${file} ${set}.slinky.podSpec as a Pod`);
-                        const agent = checkAgent(file, set, podSpec, expect, shared);
-                        shared.agents[file][set] = { agent, podSpec };
-                }
-                check(same(Object.keys(values).sort(), ['loginsets', 'nodesets']), `${file} sets nothing but nodesets and loginsets`);
-                continue;
-        }
         for (const obj of docs) {
                 const id = `${file} ${obj.kind}/${obj.metadata && obj.metadata.name}`;
                 const Model = {
@@ -460,6 +622,8 @@ for (const file of files) {
                         'rbac.authorization.k8s.io/v1/RoleBinding': rbac.RoleBinding,
                         'monitoring.coreos.com/v1/PodMonitor': monitoring.PodMonitor,
                         'monitoring.coreos.com/v1/PrometheusRule': monitoring.PrometheusRule,
+                        'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy': admission.ValidatingAdmissionPolicy,
+                        'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding': admission.ValidatingAdmissionPolicyBinding,
                 }[`${obj.apiVersion}/${obj.kind}`];
                 if (!check(Model, `${id}: a kind this check knows (${obj.apiVersion})`)) continue;
                 validateStrict(Model, obj, id);
@@ -469,7 +633,11 @@ for (const file of files) {
 
 // --- the files agree with each other ---------------------------------------------------------
 const byKind = (kind) => objects.filter((o) => o.obj.kind === kind).map((o) => o.obj);
-const namespaces = new Set(objects.map((o) => o.obj.metadata.namespace));
+const CLUSTER_SCOPED = ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
+const namespaces = new Set(objects.filter((o) => !CLUSTER_SCOPED.includes(o.obj.kind)).map((o) => o.obj.metadata.namespace));
+for (const o of objects.filter((x) => CLUSTER_SCOPED.includes(x.obj.kind))) {
+        check(o.obj.metadata.namespace === undefined, `${o.file} ${o.obj.kind} is cluster-scoped: no namespace`);
+}
 check(namespaces.size === 1 && !namespaces.has(undefined), 'every object names the same namespace', [...namespaces].join(', '));
 const [sa] = byKind('ServiceAccount');
 const [role] = byKind('Role');
@@ -484,9 +652,17 @@ if (check(sa && role && binding, 'rbac.yaml has a ServiceAccount, a Role and a R
         check(same([...shared.serviceAccounts], [sa.metadata.name]), `every pod runs as the ServiceAccount ${sa.metadata.name}`,
                 [...shared.serviceAccounts].join(', '));
 }
-check(shared.images.size === 1, 'every values file runs the same image', [...shared.images].join(', '));
-check(shared.portNames.size === 1, 'every values file names the metrics port the same', [...shared.portNames].join(', '));
+check(shared.images.size === 1, 'every variant runs the same image', [...shared.images].join(', '));
+check(shared.portNames.size === 1, 'every variant names the metrics port the same', [...shared.portNames].join(', '));
 
+// AICR's kube-prometheus-stack (release kube-prometheus-stack) selects
+// PodMonitors and PrometheusRules by the chart's default label.
+for (const kind of ['PodMonitor', 'PrometheusRule']) {
+        for (const o of byKind(kind)) {
+                check(o.metadata.labels && o.metadata.labels.release === 'kube-prometheus-stack',
+                        `${kind}/${o.metadata.name} carries release: kube-prometheus-stack, which AICR's Prometheus selects`);
+        }
+}
 const [podMonitor] = byKind('PodMonitor');
 if (check(podMonitor, 'podmonitor.yaml has a PodMonitor')) {
         const exprs = podMonitor.spec.selector.matchExpressions || [];
@@ -503,9 +679,8 @@ if (check(podMonitor, 'podmonitor.yaml has a PodMonitor')) {
 
 // the variants differ only where they must
 const agents = shared.agents;
-const plain = agents['slinky-slurm-values-plain-container.yaml'];
-const native = agents['slinky-slurm-values.yaml'];
-const target = agents['slinky-slurm-values-target-process.yaml'];
+const plain = agents['agent/plain-container'];
+const native = agents['agent/sidecar'];
 for (const set of ['nodesets', 'loginsets']) {
         if (plain && native && plain[set] && native[set] && plain[set].agent && native[set].agent) {
                 const n = clone(native[set].agent);
@@ -539,11 +714,71 @@ fs.writeFileSync(path.join(opts.out, 'commands.json'), JSON.stringify(shared.com
 // --- alerts: metrics, labels, rule files for promtool ----------------------------------------
 const [promRule] = byKind('PrometheusRule');
 if (check(promRule, 'prometheusrule.yaml has a PrometheusRule')) {
-        checkRules(promRule.spec, loadMetrics(opts.metrics));
+        const known = knownMetrics(loadMetrics(opts.metrics));
+        const ruleAlerts = checkRules(promRule.spec, known, headingAnchors(fs.readFileSync(opts.docs, 'utf8')));
+        checkRuleTests(known, ruleAlerts);
         fs.writeFileSync(path.join(opts.out, 'prometheusrule.rules.yaml'), YAML.stringify(promRule.spec));
         const bare = clone(promRule.spec);
         for (const g of bare.groups) for (const r of g.rules) delete r.annotations;
         fs.writeFileSync(path.join(opts.out, 'prometheusrule.bare.rules.yaml'), YAML.stringify(bare));
 }
 
-process.exit(failures ? 1 : 0);
+// --- the admission policy, on sample requests --------------------------------------------------
+// Each expression is evaluated by a CEL implementation (@marcbachmann/cel-js)
+// on admission requests shaped as the API server builds them: the pod's name
+// in request.name, the caller in request.userInfo (a pod-bound token's user
+// carries extra["authentication.kubernetes.io/pod-name"]; a user without
+// extra has no extra field). A request is admitted unless every match
+// condition holds and a validation is false; an evaluation error counts as a
+// denial (failurePolicy: Fail).
+async function checkPolicy() {
+        const [policy] = byKind('ValidatingAdmissionPolicy');
+        const [vapBinding] = byKind('ValidatingAdmissionPolicyBinding');
+        if (!check(policy && vapBinding, 'validatingadmissionpolicy.yaml has a ValidatingAdmissionPolicy and its binding')) return;
+        check(vapBinding.spec.policyName === policy.metadata.name && same(vapBinding.spec.validationActions, ['Deny']),
+                'the binding enforces the policy (validationActions: Deny)');
+        check(policy.spec.failurePolicy === 'Fail', 'the policy fails closed');
+        check(same(policy.spec.matchConstraints.resourceRules, [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'],
+                resources: ['pods/status'] }]), 'the policy matches updates (and patches) of pods/status, and nothing else');
+        const cel = await import(pathToFileURL(depsRequire.resolve('@marcbachmann/cel-js')).href);
+        const agentUser = sa ? `system:serviceaccount:${sa.metadata.namespace}:${sa.metadata.name}` : '';
+        const request = (name, username, extra) => {
+                const userInfo = { username, uid: '5b2c', groups: ['system:serviceaccounts', 'system:authenticated'] };
+                if (extra) userInfo.extra = extra;
+                return { request: { name, namespace: 'slurm', operation: 'UPDATE', subResource: 'status',
+                        resource: { group: '', version: 'v1', resource: 'pods' }, userInfo } };
+        };
+        const bound = (pod) => ({ 'authentication.kubernetes.io/pod-name': [pod], 'authentication.kubernetes.io/pod-uid': ['0f0f'] });
+        const cases = [
+                ['the agent patching its own pod', request('slinky-0', agentUser, bound('slinky-0')), true],
+                ['the agent patching another pod', request('slinky-1', agentUser, bound('slinky-0')), false],
+                ['the agent patching a login pod from a worker pod', request('slinky-slurm-login-slinky-7c9', agentUser, bound('slinky-0')), false],
+                ['the agent with a token bound to no pod', request('slinky-0', agentUser, null), false],
+                ['the agent with other extra only', request('slinky-0', agentUser, { 'authentication.kubernetes.io/credential-id': ['JTI=1'] }), false],
+                ['the agent with two pod names', request('slinky-0', agentUser, { 'authentication.kubernetes.io/pod-name': ['slinky-0', 'slinky-1'] }), false],
+                ['the slurm operator patching any pod', request('slinky-1', 'system:serviceaccount:slinky:slurm-operator', bound('slurm-operator-0')), true],
+                ['kubelet, with no extra', request('slinky-1', 'system:node:gpu-1', null), true],
+                ['the same name in another namespace', request('slinky-1', 'system:serviceaccount:other:aicr-enroot-agent', bound('x')), true],
+        ];
+        for (const [what, ctx, allowed] of cases) {
+                let decision;
+                let error = '';
+                try {
+                        const matched = (policy.spec.matchConditions || []).every((c) => cel.evaluate(c.expression, ctx) === true);
+                        decision = !matched || policy.spec.validations.every((v) => cel.evaluate(v.expression, ctx) === true);
+                } catch (e) {
+                        error = e.message;
+                        decision = false;
+                }
+                check(decision === allowed && error === '', `the policy ${allowed ? 'admits' : 'denies'} ${what}`,
+                        error || `it ${decision ? 'admits' : 'denies'} it`);
+        }
+}
+
+checkPolicy().then(
+        () => process.exit(failures ? 1 : 0),
+        (e) => {
+                console.log(`not ok - the admission policy's checks ran: ${e.message}`);
+                process.exit(1);
+        },
+);
