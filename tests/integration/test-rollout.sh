@@ -11,7 +11,8 @@
 # drained beforehand for another reason (plan stops, nothing changes;
 # --exclude); a running job (apply waits); a replacement that never becomes
 # Ready (timeout, status, abort restores only the rollout's nodes); an
-# interrupted apply continued by a second one; the rolling strategy.
+# interrupted apply continued by a second one; the rolling strategy; a
+# hostNetwork worker, whose Slurm node only Slinky's pod-hostname label names.
 . "$(dirname "$0")/lib.sh"
 
 : "${TOP_SRCDIR:?run through make check}"
@@ -53,22 +54,44 @@ kube_pki "$WORK/sa" "$NS" rollout-token
 # --- the pods ------------------------------------------------------------------
 WSEL=app.kubernetes.io/instance=slinky-slurm-worker-slinky
 LSEL=app.kubernetes.io/instance=slinky-slurm-login-slinky
-# pod_json NAME UID ROLE CONDITION-STATUS [HOSTNAME]
+# pod_json NAME UID ROLE CONDITION-STATUS [HOSTNAME [HOSTNETWORK-NODE]]
+# Worker pods are shaped as Slinky's NodeSet controller makes them
+# (StatefulSet mode): spec.hostname, and the labels it sets, among them
+# nodeset.slinky.slurm.net/pod-hostname, the Slurm node name: spec.hostname,
+# or under hostNetwork the Kubernetes node's name (spec.nodeName), while
+# spec.hostname stays the pod's name (slurm-operator GetSlurmNodeName).
 pod_json() {
         local reason=ConfigCurrent label=${WSEL#*=}
         [ "$4" = False ] && reason=ConfigDrifted
         [ "$3" = login ] && label=${LSEL#*=}
         jq -nc --arg name "$1" --arg uid "$2" --arg lbl "$label" --arg status "$4" \
-                --arg reason "$reason" --arg host "${5:-}" --arg ns "$NS" '
+                --arg reason "$reason" --arg host "${5:-}" --arg hostnet "${6:-}" --arg ns "$NS" \
+                --arg role "$3" '
                 {metadata: {name: $name, namespace: $ns, uid: $uid,
-                            labels: {"app.kubernetes.io/instance": $lbl}},
-                 spec: (if $host == "" then {} else {hostname: $host} end),
+                            labels: ({"app.kubernetes.io/instance": $lbl} +
+                                     if $role != "worker" then {} else
+                                     {"nodeset.slinky.slurm.net/pod-name": $name,
+                                      "nodeset.slinky.slurm.net/scaling-mode": "StatefulSet",
+                                      "nodeset.slinky.slurm.net/pod-hostname":
+                                        (if $hostnet != "" then $hostnet
+                                         elif $host != "" then $host else $name end)} end)},
+                 spec: ((if $host == "" then {} else {hostname: $host} end) +
+                        (if $hostnet == "" then {} else {hostNetwork: true, nodeName: $hostnet} end)),
                  status: {conditions: [{type: "Ready", status: "True"},
                                        {type: "EnrootConfigCurrent", status: $status,
                                         reason: $reason, message: "test"}]}}'
 }
+# worker_json N UID STATUS: worker pod slurm-worker-slinky-N, Slurm node
+# slinky-N; with HOSTNET set for it (HOSTNET="3"), a hostNetwork pod whose
+# spec.hostname is its pod name and only the label names slinky-N.
+worker_json() {
+        case " ${HOSTNET:-} " in
+        *" $1 "*) pod_json "slurm-worker-slinky-$1" "$2" worker "$3" "slurm-worker-slinky-$1" "slinky-$1" ;;
+        *) pod_json "slurm-worker-slinky-$1" "$2" worker "$3" "slinky-$1" ;;
+        esac
+}
 # start_pods "0:False 1:True ..." LOGIN-STATUS: worker pods slurm-worker-slinky-N
-# (hostname slinky-N) with that condition, one login pod.
+# (Slurm node slinky-N) with that condition, one login pod.
 start_pods() {
         local spec w
         stop_fake
@@ -76,8 +99,7 @@ start_pods() {
                 echo '{"items": ['
                 for spec in $1; do
                         w=${spec%%:*}
-                        pod_json "slurm-worker-slinky-$w" "00000000-0000-0000-0000-00000000000$w" worker \
-                                "${spec#*:}" "slinky-$w"
+                        worker_json "$w" "00000000-0000-0000-0000-00000000000$w" "${spec#*:}"
                         echo ,
                 done
                 pod_json slurm-login-slinky-a 00000000-0000-0000-0000-0000000000aa login "$2"
@@ -101,10 +123,10 @@ controller() {
                         i=$((i + 1))
                         uid=$(printf '10000000-0000-0000-0000-%012d' "$i")
                         if [ "$name" = "${NEVER_READY:-}" ]; then
-                                pod_json "$name" "$uid" worker False "slinky-$n" |
+                                worker_json "$n" "$uid" False |
                                         jq -c '.status.conditions[0].status = "False"'
                         else
-                                pod_json "$name" "$uid" worker True "slinky-$n"
+                                worker_json "$n" "$uid" True
                         fi | curl -sf -X POST "$CTL/pods" -H 'Content-Type: application/json' \
                                 --data-binary @- >/dev/null
                 done
@@ -272,8 +294,15 @@ stop_controller
 reset_nodes
 
 # --- all stale: every worker, then the login pod, then every node back -------------
-section "all stale"
+# Worker 3 runs with hostNetwork: its Slurm node is named by Slinky's label
+# only (spec.hostname is the pod's name, which Slurm does not know).
+section "all stale, one worker on hostNetwork"
+HOSTNET=3
 start_pods "0:False 1:False 2:False 3:False" False
+rollout plan --format json
+expect_rc 1 "plan, all stale"
+[ "$(jq -r '.pods[] | select(.name == "slurm-worker-slinky-3") | .node + " " + .action' "$WORK/out")" = "slinky-3 replace" ] &&
+        pass || fail "the hostNetwork worker's node: $(jq -c '.pods' "$WORK/out")"
 start_controller
 rollout apply --format json
 expect_rc 0 "apply, all stale"
@@ -286,6 +315,7 @@ jq -e '[.pods[] | select(.verdict != "current")] | length == 0' "$WORK/out" >/de
         pass || fail "the login pod was not replaced last"
 wait_for 10 all_idle && pass || fail "not back in service: $(sinfo -N -o '%N %T %E')"
 stop_controller
+HOSTNET=
 reset_nodes
 
 # --- rolling: one node at a time, the rest in service -----------------------------------

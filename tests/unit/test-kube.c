@@ -25,7 +25,7 @@
 
 #include "kube.h"
 
-#define MAX_SEEN 16
+#define MAX_SEEN  16
 /* What the server records for a request without an Authorization header. */
 #define NO_HEADER "(no Authorization header)"
 
