@@ -20,6 +20,7 @@
  *   PATCH  /api/v1/namespaces/NS/pods/NAME/status  (strategic merge or merge patch)
  *   DELETE /api/v1/namespaces/NS/pods/NAME
  *   POST   /api/v1/namespaces/NS/events, /apis/events.k8s.io/v1/namespaces/NS/events
+ *   GET    /api, /api/v1, /apis, /apis/events.k8s.io/v1   (discovery, for kubectl)
  * Every request needs "Authorization: Bearer T" where T is the token file's
  * content at that moment (the file is re-read on every request, trailing
  * newlines ignored), so a test rotates the token by rewriting the file.
@@ -46,8 +47,23 @@
  * Deviations a client may notice: a patch that changes nothing answers 200
  * with no new resourceVersion and no watch event (as etcd skips equal
  * writes); "$setElementOrder" and "$retainKeys" directives are accepted and
- * ignored; application/json-patch+json and apply patches get 415; the only
- * selectors are equality terms; DELETE removes a pod at once (no grace).
+ * ignored; application/json-patch+json and apply patches get 415; label
+ * selectors are equality, existence and set terms ("k in (a,b)", "k notin
+ * (a,b)"), field selectors metadata.name and metadata.namespace only;
+ * DELETE removes a pod at once (no grace).
+ *
+ * For kubectl (get, wait, proxy) the fake also serves discovery in its
+ * plain, unaggregated form and negotiates the answer's type from Accept.
+ * Not modelled, so that a client needing them notices: server-side Table
+ * output (kubectl get's default and -o wide; a request that also accepts
+ * plain JSON gets plain JSON, as from a server without Table conversion,
+ * and kubectl then prints NAME and AGE only; one that accepts only Table,
+ * YAML or protobuf gets the real server's 406), aggregated discovery (same
+ * fallback), list paging (limit is ignored and the whole list answered, as
+ * the real server does for resourceVersion=0; no continue tokens),
+ * resourceVersionMatch, /version, /openapi, and every other resource and
+ * subresource: ConfigMaps, RBAC objects, access reviews, logs, exec and
+ * port-forward get 404.
  *
  * The control port (plain HTTP, 127.0.0.1) drives the test; its endpoints are
  * listed in the "control port" section below: fault injection, operator-style
@@ -391,6 +407,8 @@ typedef enum SelectorOp {
         SEL_NE,
         SEL_EXISTS,
         SEL_NOT_EXISTS,
+        SEL_IN,     /* value: the set, "a,b,c" */
+        SEL_NOT_IN, /* value: the set; matches objects without the key too */
 } SelectorOp;
 
 typedef struct Requirement {
@@ -398,6 +416,92 @@ typedef struct Requirement {
         char *value;
         SelectorOp op;
 } Requirement;
+
+/* ---------------------------------------------------------------------------
+ * Set-based label selector terms, as kubectl passes them through `-l
+ * 'k in (a,b)'` (apimachinery labels.Parse): "KEY in (V,...)" and
+ * "KEY notin (V,...)". */
+
+/* The end of the term starting at p: the next comma outside parentheses. */
+static const char *selector_term_end(const char *p) {
+        int depth = 0;
+
+        for (; *p; p++) {
+                if (*p == '(')
+                        depth++;
+                else if (*p == ')' && depth > 0)
+                        depth--;
+                else if (*p == ',' && depth == 0)
+                        break;
+        }
+        return p;
+}
+
+static bool selector_word_ok(const char *s, bool key);
+
+/* 1 with *r filled when term is a set term, 0 when it is not one, -EINVAL
+ * when it is a malformed one, -ENOMEM. */
+static int selector_parse_set(const char *term, Requirement *r) {
+        const char *sp = strchr(term, ' '), *op, *open, *close;
+        _cleanup_free_ char *key = NULL, *values = NULL;
+        SelectorOp kind;
+        size_t n;
+
+        if (!sp)
+                return 0;
+        op = sp;
+        while (*op == ' ')
+                op++;
+        if (startswith(op, "in") && (op[2] == ' ' || op[2] == '('))
+                kind = SEL_IN;
+        else if (startswith(op, "notin") && (op[5] == ' ' || op[5] == '('))
+                kind = SEL_NOT_IN;
+        else
+                return 0;
+        open = strchr(op, '(');
+        close = open ? strchr(open, ')') : NULL;
+        if (!open || !close || close[1] != '\0')
+                return -EINVAL;
+        for (const char *q = op + (kind == SEL_IN ? 2 : 5); q < open; q++)
+                if (*q != ' ')
+                        return -EINVAL;
+        key = strndup(term, (size_t) (sp - term));
+        values = malloc((size_t) (close - open));
+        if (!key || !values)
+                return -ENOMEM;
+        /* the values without blanks, comma-separated; none may be empty */
+        n = 0;
+        for (const char *q = open + 1; q < close; q++) {
+                if (*q == ' ' || *q == '\t')
+                        continue;
+                if (*q == ',' && (n == 0 || values[n - 1] == ','))
+                        return -EINVAL;
+                values[n++] = *q;
+        }
+        values[n] = '\0';
+        if (n == 0 || values[n - 1] == ',' || !selector_word_ok(key, true) || *key == '\0')
+                return -EINVAL;
+        for (char *v = values; *v; v++)
+                if (*v != ',' && !is_name_char(*v))
+                        return -EINVAL;
+        *r = (Requirement){.key = TAKE_PTR(key), .value = TAKE_PTR(values), .op = kind};
+        return 1;
+}
+
+/* Whether value v is one of set "a,b,c". */
+static bool selector_set_has(const char *set, const char *v) {
+        size_t n = strlen(v);
+
+        for (const char *p = set; p;) {
+                const char *comma = strchr(p, ',');
+                size_t len = comma ? (size_t) (comma - p) : strlen(p);
+
+                if (len == n && strncmp(p, v, n) == 0)
+                        return true;
+                p = comma ? comma + 1 : NULL;
+        }
+        return false;
+}
 
 typedef struct Selector {
         Requirement terms[FAKE_MAX_SELECTOR_TERMS];
@@ -437,14 +541,15 @@ static int selector_parse(const char *text, bool fields, Selector *ret, char **r
         const char *p = text;
 
         while (p && *p) {
-                const char *comma = strchr(p, ','), *eq;
-                size_t len = comma ? (size_t) (comma - p) : strlen(p);
+                const char *comma = selector_term_end(p), *eq;
+                size_t len = (size_t) (comma - p);
                 _cleanup_free_ char *term = strip_dup(p, len);
                 Requirement *r;
+                int k;
 
                 if (!term)
                         goto oom;
-                p = comma ? comma + 1 : NULL;
+                p = *comma ? comma + 1 : NULL;
                 if (*term == '\0')
                         continue;
                 if (s.n >= FAKE_MAX_SELECTOR_TERMS) {
@@ -455,11 +560,19 @@ static int selector_parse(const char *text, bool fields, Selector *ret, char **r
                                        : -EINVAL;
                 }
                 r = &s.terms[s.n];
-                if (strpbrk(term, "() ") || strstr(term, " in ")) {
+                k = fields || strchr(term, '=') ? 0 : selector_parse_set(term, r);
+                if (k == -ENOMEM)
+                        goto oom;
+                if (k > 0) {
+                        s.n++;
+                        continue;
+                }
+                if (k < 0 || strpbrk(term, "() ")) {
                         selector_done(&s);
                         return asprintf(ret_error,
-                                        "unable to parse requirement: \"%s\": only equality-based "
-                                        "terms (k=v, k==v, k!=v, k, !k) are served here",
+                                        "unable to parse requirement: \"%s\": only the terms "
+                                        "k=v, k==v, k!=v, k, !k, k in (v,...) and k notin (v,...) "
+                                        "are served here",
                                         term) < 0
                                        ? -ENOMEM
                                        : -EINVAL;
@@ -540,6 +653,14 @@ static bool selector_matches(const Selector *s, const json_t *values) {
                         break;
                 case SEL_NOT_EXISTS:
                         if (v)
+                                return false;
+                        break;
+                case SEL_IN:
+                        if (!v || !selector_set_has(r->value, v))
+                                return false;
+                        break;
+                case SEL_NOT_IN:
+                        if (v && selector_set_has(r->value, v))
                                 return false;
                         break;
                 }
@@ -2215,8 +2336,132 @@ static void log_arrival(Server *s, const Request *r) {
                         r->method, r->path);
 }
 
+/* ---------------------------------------------------------------------------
+ * What kubectl needs besides the resources: discovery and content
+ * negotiation. kubectl maps "pod/NAME" and "pods" to a resource through
+ * discovery before anything else, and says what it accepts: `get` asks for
+ * a Table ("application/json;as=Table;v=v1;g=meta.k8s.io,...,application/
+ * json"), discovery for the aggregated form ("...;as=APIGroupDiscoveryList,
+ * application/json"). This fake serves neither conversion: a request that
+ * also accepts plain JSON gets it, as from a server that has no such
+ * conversion (kubectl then reads the plain form), and one that accepts
+ * nothing this fake writes gets the real server's 406. */
+
+/* Whether one media range of an Accept header is plain JSON: "application/
+ * json", "application/ *" or "* / *" without an "as=" conversion. */
+static bool media_range_is_json(const char *range, size_t len) {
+        const char *semi = memchr(range, ';', len);
+        size_t type_len = semi ? (size_t) (semi - range) : len;
+
+        while (type_len > 0 && range[type_len - 1] == ' ')
+                type_len--;
+        if (!((type_len == strlen("application/json") &&
+               strncasecmp(range, "application/json", type_len) == 0) ||
+              (type_len == 13 && strncasecmp(range, "application/*", type_len) == 0) ||
+              (type_len == 3 && strncmp(range, "*/*", 3) == 0)))
+                return false;
+        /* a parameter "as=..." asks for a conversion (Table, discovery) */
+        for (const char *p = semi; p && p < range + len;) {
+                const char *next = memchr(p + 1, ';', (size_t) (range + len - p - 1));
+
+                p++;
+                while (p < range + len && *p == ' ')
+                        p++;
+                if ((size_t) (range + len - p) >= 3 && strncasecmp(p, "as=", 3) == 0)
+                        return false;
+                p = next;
+        }
+        return true;
+}
+
+/* No Accept header means anything; else some range must be plain JSON. */
+static bool accepts_json(const Request *r) {
+        const char *h =
+                MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+
+        if (!h || *h == '\0')
+                return true;
+        for (const char *p = h; p;) {
+                const char *comma = strchr(p, ',');
+                size_t len = comma ? (size_t) (comma - p) : strlen(p);
+
+                while (len > 0 && *p == ' ') {
+                        p++;
+                        len--;
+                }
+                if (media_range_is_json(p, len))
+                        return true;
+                p = comma ? comma + 1 : NULL;
+        }
+        return false;
+}
+
+static enum MHD_Result api_not_acceptable(Request *r) {
+        /* apimachinery's NewNotAcceptableError, as runtime.NegotiateOutput... says it */
+        return api_answer(r, 406,
+                          status_new(406, NULL,
+                                     "only the following media types are accepted: "
+                                     "application/json, application/yaml, "
+                                     "application/vnd.kubernetes.protobuf",
+                                     NULL),
+                          -1);
+}
+
+/* The discovery documents of the resources this fake serves, in the
+ * unaggregated form (the real server's answer to a client that asks for
+ * plain JSON). NULL for a path that is not discovery. */
+static json_t *discovery_document(const char *path) {
+        if (streq(path, "/api") || streq(path, "/api/"))
+                return json_pack("{s:s, s:[s], s:[{s:s, s:s}]}", "kind", "APIVersions", "versions",
+                                 "v1", "serverAddressByClientCIDRs", "clientCIDR", "0.0.0.0/0",
+                                 "serverAddress", "127.0.0.1");
+        if (streq(path, "/apis") || streq(path, "/apis/"))
+                return json_pack("{s:s, s:s, s:[{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}]}", "kind",
+                                 "APIGroupList", "apiVersion", "v1", "groups", "name",
+                                 "events.k8s.io", "versions", "groupVersion", "events.k8s.io/v1",
+                                 "version", "v1", "preferredVersion", "groupVersion",
+                                 "events.k8s.io/v1", "version", "v1");
+        if (streq(path, "/api/v1"))
+                return json_pack(
+                        "{s:s, s:s, s:[{s:s, s:s, s:b, s:s, s:[s,s,s,s,s,s,s,s], s:[s], "
+                        "s:[s]}, {s:s, s:s, s:b, s:s, s:[s,s,s]}, {s:s, s:s, s:b, s:s, "
+                        "s:[s,s,s,s,s,s,s,s], s:[s]}]}",
+                        "kind", "APIResourceList", "groupVersion", "v1", "resources", "name",
+                        "pods", "singularName", "pod", "namespaced", true, "kind", "Pod", "verbs",
+                        "create", "delete", "deletecollection", "get", "list", "patch", "update",
+                        "watch", "shortNames", "po", "categories", "all", "name", "pods/status",
+                        "singularName", "", "namespaced", true, "kind", "Pod", "verbs", "get",
+                        "patch", "update", "name", "events", "singularName", "event", "namespaced",
+                        true, "kind", "Event", "verbs", "create", "delete", "deletecollection",
+                        "get", "list", "patch", "update", "watch", "shortNames", "ev");
+        if (streq(path, "/apis/events.k8s.io/v1"))
+                return json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:b, s:s, "
+                                 "s:[s,s,s,s,s,s,s,s], s:[s]}]}",
+                                 "kind", "APIResourceList", "apiVersion", "v1", "groupVersion",
+                                 "events.k8s.io/v1", "resources", "name", "events", "singularName",
+                                 "event", "namespaced", true, "kind", "Event", "verbs", "create",
+                                 "delete", "deletecollection", "get", "list", "patch", "update",
+                                 "watch", "shortNames", "ev");
+        return NULL;
+}
+
+/* 1 when r was a discovery request and is answered (or failed: *ret). */
+static int api_discovery(Request *r, enum MHD_Result *ret) {
+        json_t *doc = discovery_document(r->path);
+
+        if (!doc)
+                return 0;
+        if (!streq(r->method, "GET")) {
+                json_decref(doc);
+                *ret = method_not_allowed(r);
+        } else
+                *ret = api_answer(r, 200, doc, -1);
+        return 1;
+}
+
 /* The last call for a complete request (and again after a delay). */
 static enum MHD_Result api_process(Server *s, Request *r) {
+        enum MHD_Result ret;
         Route rt;
 
         route_parse(r, &rt);
@@ -2253,6 +2498,10 @@ static enum MHD_Result api_process(Server *s, Request *r) {
                                   -1);
         if (!authorized(s, r))
                 return api_answer(r, 401, status_new(401, NULL, "Unauthorized", NULL), -1);
+        if (!accepts_json(r))
+                return api_not_acceptable(r);
+        if (api_discovery(r, &ret))
+                return ret;
         if (rt.endpoint == EP_NONE)
                 return api_answer(r, 404, not_found_status(&rt), -1);
         if (!streq(rt.ns, s->namespace))
