@@ -21,6 +21,7 @@
  *   DELETE /api/v1/namespaces/NS/pods/NAME
  *   POST   /api/v1/namespaces/NS/events, /apis/events.k8s.io/v1/namespaces/NS/events
  *   GET    /api, /api/v1, /apis, /apis/events.k8s.io/v1   (discovery, for kubectl)
+ *   GET    /api/v1/namespaces/NS   (the namespace itself, for kubectl)
  * Every request needs "Authorization: Bearer T" where T is the token file's
  * content at that moment (the file is re-read on every request, trailing
  * newlines ignored), so a test rotates the token by rewriting the file.
@@ -2459,6 +2460,37 @@ static int api_discovery(Request *r, enum MHD_Result *ret) {
         return 1;
 }
 
+/* GET /api/v1/namespaces/NS: kubectl asks it after a 404 on a namespaced
+ * object, to tell "pods \"x\" not found" from a missing namespace. 1 when r
+ * was such a request and is answered (*ret). */
+static int api_namespace(Server *s, Request *r, enum MHD_Result *ret) {
+        const char *name = startswith(r->path, "/api/v1/namespaces/");
+        char uid[37];
+
+        if (!name || *name == '\0' || strchr(name, '/'))
+                return 0;
+        if (!streq(r->method, "GET"))
+                *ret = method_not_allowed(r);
+        else if (!streq(name, s->namespace))
+                *ret = api_answer(r, 404,
+                                  status_newf(404, NULL, details_new(name, "namespaces"),
+                                              "namespaces \"%s\" not found", name),
+                                  -1);
+        else {
+                /* a stable uid: the namespace is as old as the server */
+                snprintf(uid, sizeof uid, "00000000-0000-4000-8000-%012x",
+                         (unsigned) (strlen(name) * 7919u));
+                *ret = api_answer(r, 200,
+                                  json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:[s]}, s:{s:s}}",
+                                            "kind", "Namespace", "apiVersion", "v1", "metadata",
+                                            "name", name, "uid", uid, "resourceVersion", "1",
+                                            "spec", "finalizers", "kubernetes", "status", "phase",
+                                            "Active"),
+                                  -1);
+        }
+        return 1;
+}
+
 /* The last call for a complete request (and again after a delay). */
 static enum MHD_Result api_process(Server *s, Request *r) {
         enum MHD_Result ret;
@@ -2500,7 +2532,7 @@ static enum MHD_Result api_process(Server *s, Request *r) {
                 return api_answer(r, 401, status_new(401, NULL, "Unauthorized", NULL), -1);
         if (!accepts_json(r))
                 return api_not_acceptable(r);
-        if (api_discovery(r, &ret))
+        if (api_discovery(r, &ret) || api_namespace(s, r, &ret))
                 return ret;
         if (rt.endpoint == EP_NONE)
                 return api_answer(r, 404, not_found_status(&rt), -1);
