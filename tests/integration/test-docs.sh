@@ -46,7 +46,7 @@ extract_blocks() {
         : >"$WORK/blocks/problems"
         for f in "${DOCS[@]}"; do
                 awk -v file="$f" -v dir="$WORK/blocks" -v n0="$n" '
-                function problem(line, text) { printf "%s:%d: %s\n", file, line, text >> (dir "/problems") }
+                function problem(line, text) { gsub(/\n/, "\\n", text); printf "%s:%d: %s\n", file, line, text >> (dir "/problems") }
                 function shell_lang(l) { return l == "sh" || l == "bash" || l == "shell" || l == "zsh" || l == "console" }
                 BEGIN { n = n0; in_fence = 0; marker_line = 0 }
                 {
@@ -138,7 +138,7 @@ while IFS=$'\t' read -r where kind arg; do
                 fail "$where: 'doc-test: run $arg', but tests/integration/test-docs.sh has no case '$arg'"
         fi
 done <"$WORK/blocks/index"
-while IFS= read -r p; do fail "$p"; done <"$WORK/blocks/problems"
+while IFS= read -r p; do fail "$(printf '%b' "$p")"; done <"$WORK/blocks/problems"
 for c in "${CASES[@]}"; do
         [ -e "$(block "$c")" ] && pass || fail "case '$c' has no block marked <!-- doc-test: run $c --> in ${DOCS[*]}"
 done
@@ -158,6 +158,7 @@ for c in "${selected[@]}"; do
         [[ " ${CASES[*]} " == *" $c "* ]] || { echo "test-docs: no case '$c' (cases: ${CASES[*]})" >&2; exit 2; }
 done
 command -v kubectl >/dev/null || skip "kubectl is not installed (scripts/setup-deps.sh installs kubernetes-client)"
+echo "doc-test: $(command -v kubectl): $(kubectl version --client 2>/dev/null | head -1)" >&2
 command -v jq >/dev/null || skip "jq is not installed (scripts/setup-deps.sh installs it)"
 command -v openssl >/dev/null || skip "openssl is not installed (scripts/setup-deps.sh installs it)"
 FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
@@ -265,14 +266,14 @@ reset_nodes() {
 
 # run_doc NAME [PRELUDE...]: runs block NAME with bash in $WORK/cwd, after
 # the PRELUDE blocks (their output dropped: they set the variables NAME
-# uses), with pipefail as an operator's shell would fail a pipeline; stdout
+# uses), stopping at the first command that fails (-e, pipefail); stdout
 # in $WORK/NAME.out, stderr in $WORK/NAME.err, the exit status in DOC_RC.
 run_doc() {
         local name=$1 p prelude=""
         shift
         for p in "$@"; do prelude+=". '$(block "$p")' >/dev/null 2>&1; "; done
         DOC_RC=0
-        (cd "$WORK/cwd" && bash -o pipefail -c "$prelude. '$(block "$name")'") \
+        (cd "$WORK/cwd" && bash -e -o pipefail -c "$prelude. '$(block "$name")'") \
                 >"$WORK/$name.out" 2>"$WORK/$name.err" || DOC_RC=$?
 }
 # run_doc_lines NAME: the same, but each line of the block on its own, in one
@@ -498,7 +499,7 @@ case_rollout_ops() {
 # readinessProbe command of container/kubernetes/slinky-slurm-values.yaml,
 # its /usr/bin/aicr-enroot-agent being the one on PATH.
 case_daemon() {
-        local probe line n=0 netns=--net
+        local probe line n=0 netns=--net net
         probe=$(sed -n 's/^ *command: \[\/usr\/bin\/aicr-enroot-agent, \(--check.*\)\]$/\1/p' \
                 "$TOP_SRCDIR/container/kubernetes/slinky-slurm-values.yaml" | sort -u)
         if [ "$(wc -l <<<"$probe")" != 1 ] || [ -z "$probe" ]; then
@@ -546,6 +547,9 @@ echo "agent exit: \$?"
 EOF
                 unshare --mount --pid --fork --mount-proc $netns --kill-child \
                         bash "$WORK/pod-$n.sh" >"$WORK/daemon-$n.out" 2>&1 || true
+                net="the host network"
+                [ -z "$netns" ] || net="its own network"
+                echo "doc-test: '$line' in a sandbox with $net: $(grep '^agent comm' "$WORK/daemon-$n.out"); probe: $(cat "$WORK/probe-$n.out")" >&2
                 if grep -qx 'probe: 1' "$WORK/daemon-$n.out"; then pass; else
                         fail "$(where daemon): '$line': the probe '$probe' never passed: $(cat "$WORK/probe-$n.out" "$WORK/daemon-$n.out")"
                 fi
@@ -558,8 +562,10 @@ EOF
         [ "$n" = 2 ] && pass || fail "$(where daemon): expected the two command lines, ran $n"
 }
 
+# A case's own checks say what went wrong; a command that fails on the way
+# does not end the test (set -e is off inside a condition).
 for c in "${selected[@]}"; do
         section "$c ($(where "$c"))"
-        "case_${c//-/_}"
+        "case_${c//-/_}" || fail "$(where "$c"): case $c ended with status $?"
 done
 finish
