@@ -94,7 +94,7 @@ extract_blocks() {
                         if (marker_line == NR - 1 && marker_line > 0)
                                 problem(marker_line, "a doc-test marker must be on the line right before the fence of a shell block")
                         marker_line = 0
-                        if (line ~ /<!-- *doc-test/) {
+                        if (line ~ /^ *<!-- *doc-test/) {
                                 if (match(line, /^ *<!-- doc-test: run [a-z0-9][a-z0-9-]* -->$/)) {
                                         marker_kind = "run"; marker_arg = line
                                         sub(/^ *<!-- doc-test: run /, "", marker_arg); sub(/ -->$/, "", marker_arg)
