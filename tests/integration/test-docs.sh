@@ -31,7 +31,7 @@
 
 : "${TOP_SRCDIR:?run through make check}"
 DOCS=(README.md docs/OPERATIONS.md)
-CASES=(names condition find wait drain replace rollout-proxy rollout-ops daemon)
+CASES=(names condition find wait lint-cluster drain replace rollout-proxy rollout-ops daemon)
 section() { echo "== $* (at ${SECONDS}s)" >&2; }
 
 # --- 1. the blocks and their markers -------------------------------------------------
@@ -217,8 +217,13 @@ reset_pods() {
         ctl POST /reset-requests >/dev/null
 }
 make_pods
+# the deployed enroot ConfigMap (tests/data/configmap/configmap.json), with a
+# value enroot reads otherwise than it looks
+jq '{kind: "ConfigMapList", apiVersion: "v1",
+     items: [.data["enroot.conf"] = "ENROOT_MOUNT_HOME=off\nENROOT_REMAP_ROOT=yes\n"]}' \
+        "$TEST_DATA_DIR/configmap/configmap.json" >"$WORK/configmaps.json"
 kube_pki "$WORK/sa" "$NS" docs-test-token
-start_fake "$WORK/pods.json" --namespace "$NS"
+start_fake "$WORK/pods.json" --namespace "$NS" --configmaps "$WORK/configmaps.json"
 export KUBECONFIG=$WORK/kubeconfig
 cat >"$KUBECONFIG" <<EOF
 apiVersion: v1
@@ -386,6 +391,13 @@ case_wait() {
         [ "$DOC_RC" = 1 ] && pass || fail "$(where wait): $(cat "$WORK/wait.out" "$WORK/wait.err")"
         expect_out wait "kubectl's answer" -x 'pod/slurm-worker-slinky-1 condition met'
         reset_pods
+}
+
+case_lint_cluster() {
+        run_doc lint-cluster names
+        expect_doc_rc 0 lint-cluster
+        [ "$(cat "$WORK/lint-cluster.out")" = "slinky-slurm-enroot-config/enroot.conf:1: warning[boolean-value]: ENROOT_MOUNT_HOME is set to a value that reads as off but means yes to enroot: only n, no, N, NO, No, f, false, F, False and FALSE turn it off" ] &&
+                pass || fail "$(where lint-cluster): lint says: $(cat "$WORK/lint-cluster.out" "$WORK/lint-cluster.err")"
 }
 
 case_drain() {

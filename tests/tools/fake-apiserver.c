@@ -5,7 +5,7 @@
  *
  *   fake-apiserver --pods FILE --token-file FILE --tls-cert FILE --tls-key FILE
  *                  [--port N] [--control-port N] [--namespace NS] [--verbose]
- *                  [--arrivals FILE]
+ *                  [--arrivals FILE] [--configmaps FILE]
  *
  * Prints "listening on https://127.0.0.1:PORT" then "control on
  * http://127.0.0.1:PORT" on stdout once both ports accept connections, and
@@ -22,6 +22,7 @@
  *   POST   /api/v1/namespaces/NS/events, /apis/events.k8s.io/v1/namespaces/NS/events
  *   GET    /api, /api/v1, /apis, /apis/events.k8s.io/v1   (discovery, for kubectl)
  *   GET    /api/v1/namespaces/NS   (the namespace itself, for kubectl)
+ *   GET    /api/v1/namespaces/NS/configmaps[/NAME]   (--configmaps FILE, read-only)
  * Every request needs "Authorization: Bearer T" where T is the token file's
  * content at that moment (the file is re-read on every request, trailing
  * newlines ignored), so a test rotates the token by rewriting the file.
@@ -39,6 +40,10 @@
  * BODY is the request body on one line (newlines as spaces) or "-". The
  * request log on the control port is kept only from the answer on and is
  * capped; this file is neither.
+ *
+ * --configmaps FILE holds a ConfigMapList or a JSON list of ConfigMaps in
+ * --namespace, served as they are (a resourceVersion is added where missing)
+ * and never changed: `kubectl get configmap NAME -o json` reads them.
  *
  * --pods FILE holds a PodList ({"items": [...]}) or a JSON list of pods; each
  * needs metadata.name; metadata.namespace defaults to --namespace (which
@@ -62,9 +67,9 @@
  * YAML or protobuf gets the real server's 406), aggregated discovery (same
  * fallback), list paging (limit is ignored and the whole list answered, as
  * the real server does for resourceVersion=0; no continue tokens),
- * resourceVersionMatch, /version, /openapi, and every other resource and
- * subresource: ConfigMaps, RBAC objects, access reviews, logs, exec and
- * port-forward get 404.
+ * resourceVersionMatch, /version, /openapi, watches and writes of
+ * ConfigMaps, and every other resource and subresource: RBAC objects,
+ * access reviews, logs, exec and port-forward get 404.
  *
  * The control port (plain HTTP, 127.0.0.1) drives the test; its endpoints are
  * listed in the "control port" section below: fault injection, operator-style
@@ -1138,7 +1143,8 @@ struct Server {
         uint64_t requests_dropped;
         int arrivals_fd; /* --arrivals, or -1 */
 
-        json_t *events; /* stored Events */
+        json_t *events;     /* stored Events */
+        json_t *configmaps; /* --configmaps: name -> ConfigMap, read-only */
 
         Request *live; /* requests in progress, both ports */
 };
@@ -2426,6 +2432,7 @@ static json_t *discovery_document(const char *path) {
                 return json_pack(
                         "{s:s, s:s, s:[{s:s, s:s, s:b, s:s, s:[s,s,s,s,s,s,s,s], s:[s], "
                         "s:[s]}, {s:s, s:s, s:b, s:s, s:[s,s,s]}, {s:s, s:s, s:b, s:s, "
+                        "s:[s,s,s,s,s,s,s,s], s:[s]}, {s:s, s:s, s:b, s:s, "
                         "s:[s,s,s,s,s,s,s,s], s:[s]}]}",
                         "kind", "APIResourceList", "groupVersion", "v1", "resources", "name",
                         "pods", "singularName", "pod", "namespaced", true, "kind", "Pod", "verbs",
@@ -2434,7 +2441,10 @@ static json_t *discovery_document(const char *path) {
                         "singularName", "", "namespaced", true, "kind", "Pod", "verbs", "get",
                         "patch", "update", "name", "events", "singularName", "event", "namespaced",
                         true, "kind", "Event", "verbs", "create", "delete", "deletecollection",
-                        "get", "list", "patch", "update", "watch", "shortNames", "ev");
+                        "get", "list", "patch", "update", "watch", "shortNames", "ev", "name",
+                        "configmaps", "singularName", "configmap", "namespaced", true, "kind",
+                        "ConfigMap", "verbs", "create", "delete", "deletecollection", "get", "list",
+                        "patch", "update", "watch", "shortNames", "cm");
         if (streq(path, "/apis/events.k8s.io/v1"))
                 return json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:b, s:s, "
                                  "s:[s,s,s,s,s,s,s,s], s:[s]}]}",
@@ -2491,6 +2501,101 @@ static int api_namespace(Server *s, Request *r, enum MHD_Result *ret) {
         return 1;
 }
 
+/* ConfigMaps, read-only: what `kubectl get configmap` reads. */
+static int load_configmaps(Server *s, const char *path) {
+        _cleanup_(json_decrefp) json_t *root = NULL;
+        _cleanup_free_ char *data = NULL;
+        json_error_t err;
+        json_t *items, *cm;
+        size_t len, i;
+        int r;
+
+        r = read_file_at(AT_FDCWD, path, 0, FAKE_MAX_FILE_BYTES, &data, &len);
+        if (r < 0) {
+                fprintf(stderr, "fake-apiserver: --configmaps %s: %s\n", path, strerror(-r));
+                return r;
+        }
+        root = json_loadb(data, len, 0, &err);
+        items = json_is_array(root) ? root : json_object_get(root, "items");
+        if (!json_is_array(items)) {
+                fprintf(stderr, "fake-apiserver: --configmaps %s:%d: %s\n", path, err.line,
+                        root ? "expected a ConfigMapList or a list of ConfigMaps" : err.text);
+                return -EINVAL;
+        }
+        s->configmaps = json_object();
+        if (!s->configmaps)
+                return -ENOMEM;
+        json_array_foreach(items, i, cm) {
+                json_t *meta = json_object_get(cm, "metadata");
+                const char *name = json_str(meta, "name"), *ns = json_str(meta, "namespace");
+
+                if (!name || !selector_word_ok(name, false) || (ns && !streq(ns, s->namespace))) {
+                        fprintf(stderr,
+                                "fake-apiserver: --configmaps %s: item %zu: needs metadata.name, "
+                                "in namespace \"%s\"\n",
+                                path, i, s->namespace);
+                        return -EINVAL;
+                }
+                json_object_set_new(meta, "namespace", json_string(s->namespace));
+                if (!json_str(meta, "resourceVersion"))
+                        set_rv(cm, ++s->rv);
+                json_object_set_new(cm, "kind", json_string("ConfigMap"));
+                json_object_set_new(cm, "apiVersion", json_string("v1"));
+                json_object_set(s->configmaps, name, cm);
+        }
+        return 0;
+}
+
+/* GET .../configmaps[/NAME] of the served namespace. 1 when r was one and is
+ * answered (*ret). */
+static int api_configmap(Server *s, Request *r, const Route *rt, enum MHD_Result *ret) {
+        const char *p = startswith(r->path, "/api/v1/namespaces/"), *name;
+        size_t ns_len;
+
+        if (!p)
+                return 0;
+        ns_len = strcspn(p, "/");
+        name = startswith(p + ns_len, "/configmaps");
+        if (!name || (*name != '\0' && (*name != '/' || name[1] == '\0' || strchr(name + 1, '/'))))
+                return 0;
+        if (!streq(r->method, "GET"))
+                *ret = method_not_allowed(r);
+        else if (!streq(rt->ns, s->namespace))
+                *ret = api_answer(r, 403,
+                                  status_newf(403, NULL, details_new(NULL, "configmaps"),
+                                              "configmaps is forbidden: User \"%s\" cannot get "
+                                              "resource \"configmaps\" in API group \"\" in the "
+                                              "namespace \"%s\"",
+                                              s->user, rt->ns),
+                                  -1);
+        else if (*name == '\0') {
+                _cleanup_free_ char *rv = rv_string(s->rv);
+                json_t *list = json_pack("{s:s, s:s, s:{s:s?}, s:[]}", "kind", "ConfigMapList",
+                                         "apiVersion", "v1", "metadata", "resourceVersion", rv,
+                                         "items"),
+                       *cm;
+                const char *key;
+
+                json_object_foreach(s->configmaps, key, cm) {
+                        json_t *item = json_deep_copy(cm);
+
+                        json_object_del(item, "kind");
+                        json_object_del(item, "apiVersion");
+                        json_array_append_new(json_object_get(list, "items"), item);
+                }
+                *ret = api_answer(r, 200, list, -1);
+        } else {
+                json_t *cm = json_object_get(s->configmaps, name + 1);
+
+                *ret = cm ? api_answer(r, 200, json_incref(cm), -1)
+                          : api_answer(r, 404,
+                                       status_newf(404, NULL, details_new(name + 1, "configmaps"),
+                                                   "configmaps \"%s\" not found", name + 1),
+                                       -1);
+        }
+        return 1;
+}
+
 /* The last call for a complete request (and again after a delay). */
 static enum MHD_Result api_process(Server *s, Request *r) {
         enum MHD_Result ret;
@@ -2532,7 +2637,7 @@ static enum MHD_Result api_process(Server *s, Request *r) {
                 return api_answer(r, 401, status_new(401, NULL, "Unauthorized", NULL), -1);
         if (!accepts_json(r))
                 return api_not_acceptable(r);
-        if (api_discovery(r, &ret) || api_namespace(s, r, &ret))
+        if (api_discovery(r, &ret) || api_namespace(s, r, &ret) || api_configmap(s, r, &rt, &ret))
                 return ret;
         if (rt.endpoint == EP_NONE)
                 return api_answer(r, 404, not_found_status(&rt), -1);
@@ -2918,6 +3023,7 @@ static void server_done(Server *s) {
         json_decref(s->pods);
         json_decref(s->requests);
         json_decref(s->events);
+        json_decref(s->configmaps);
         history_clear(s);
         for (size_t i = 0; i < s->n_faults; i++)
                 fault_done(&s->faults[i]);
@@ -3065,7 +3171,7 @@ static void usage(FILE *f) {
                    "--tls-key FILE\n"
                    "                      [--port N] [--control-port N] [--namespace NS] "
                    "[--verbose]\n"
-                   "                      [--arrivals FILE]\n"
+                   "                      [--arrivals FILE] [--configmaps FILE]\n"
                    "A loopback Kubernetes API server for tests: TLS on 127.0.0.1:N (0: the kernel\n"
                    "chooses), a plain-HTTP control port for fault injection. Prints\n"
                    "\"listening on https://127.0.0.1:PORT\" and \"control on "
@@ -3092,6 +3198,7 @@ int main(int argc, char **argv) {
                 {"namespace", required_argument, NULL, 'n'},
                 {"verbose", no_argument, NULL, 'v'},
                 {"arrivals", required_argument, NULL, 'a'},
+                {"configmaps", required_argument, NULL, 'm'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
@@ -3099,7 +3206,7 @@ int main(int argc, char **argv) {
         _cleanup_free_ char *cert = NULL, *key = NULL;
         uint16_t api_port = 0, control_port = 0, got_api, got_control;
         Server s = {.arrivals_fd = -EBADF};
-        const char *arrivals = NULL;
+        const char *arrivals = NULL, *configmaps = NULL;
         bool namespace_given = false;
         _cleanup_close_ int signal_fd = -EBADF;
         sigset_t mask;
@@ -3132,6 +3239,9 @@ int main(int argc, char **argv) {
                         break;
                 case 'v':
                         s.verbose = true;
+                        break;
+                case 'm':
+                        configmaps = optarg;
                         break;
                 case 'a':
                         arrivals = optarg;
@@ -3166,7 +3276,8 @@ int main(int argc, char **argv) {
         s.events = json_array();
         if (!s.pods || !s.requests || !s.events)
                 goto out;
-        if (load_pods(&s, pods, namespace_given) < 0) {
+        if (load_pods(&s, pods, namespace_given) < 0 ||
+            (configmaps && load_configmaps(&s, configmaps) < 0)) {
                 ret = 2;
                 goto out;
         }
