@@ -185,9 +185,9 @@ mkdir -p "$WORK/bin" "$WORK/home" "$WORK/cwd"
 ln -s "$AGENT" "$WORK/bin/aicr-enroot-agent"
 export HOME=$WORK/home # kubectl's discovery cache
 
-# The pods: workers 0-3 (1 and 2 drifted; 2 runs with hostNetwork, so only
-# Slinky's label names its Slurm node), one login pod, with what a real
-# cluster's pods carry besides.
+# The pods (rollout-lib.sh): workers 0-3, 1 and 2 drifted, 2 on hostNetwork
+# (only Slinky's label names its Slurm node), and one login pod; with a phase
+# and condition times, as a real cluster's pods have them.
 HOSTNET=2
 make_pods() {
         {
