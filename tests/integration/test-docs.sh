@@ -513,7 +513,7 @@ case_rollout_ops() {
 # readinessProbe command of container/kubernetes/slinky-slurm-values.yaml,
 # its /usr/bin/aicr-enroot-agent being the one on PATH.
 case_daemon() {
-        local probe line n=0 netns=--net net
+        local probe line n=0 netns=--net net filter
         probe=$(sed -n 's/^ *command: \[\/usr\/bin\/aicr-enroot-agent, \(--check.*\)\]$/\1/p' \
                 "$TOP_SRCDIR"/container/kubernetes/slinky-slurm-values*.yaml | sort -u)
         if [ "$(wc -l <<<"$probe")" != 1 ] || [ -z "$probe" ]; then
@@ -578,6 +578,17 @@ EOF
                         fail "$(where daemon): '$line': /status: $(head -c 2000 "$WORK/status-$n.json")"
         done <"$(block daemon)"
         [ "$n" = 2 ] && pass || fail "$(where daemon): expected the two command lines, ran $n"
+        # the filter docs/OPERATIONS.md applies to /status (its port-forward
+        # block needs a cluster): every field it names is in the answer
+        filter=$(sed -n "s|.*curl -s localhost:9100/status \| jq '\(.*\)'\$|\1|p" "$TOP_SRCDIR/docs/OPERATIONS.md")
+        if [ -z "$filter" ]; then
+                fail "docs/OPERATIONS.md: no \`curl -s localhost:9100/status | jq '...'\` line found"
+        elif jq -e "[$filter] | length == 2 and all(.[]; .key != null and .state != null and .changes != null)" \
+                "$WORK/status-1.json" >/dev/null; then
+                pass
+        else
+                fail "docs/OPERATIONS.md: jq '$filter' on the agent's /status: $(jq -c "$filter" "$WORK/status-1.json" 2>&1 | head -c 600)"
+        fi
 }
 
 # A case's own checks say what went wrong; a command that fails on the way
