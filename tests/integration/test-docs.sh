@@ -4,17 +4,19 @@
 # here, as written, or marked as needing something this machine cannot give.
 #
 # 1. Markers. Each fenced block in README.md and docs/OPERATIONS.md whose
-#    language is sh, bash, shell, zsh or console (or that has no language)
-#    must have, on the line right before its fence, one of:
+#    language is sh, bash, shell, zsh or console must have, on the line
+#    right before its fence, one of:
 #      <!-- doc-test: run NAME -->           run by case_NAME below
 #      <!-- doc-test: real-cluster: WHY -->  needs a real cluster (or registry)
 #      <!-- doc-test: not-run: WHY -->       neither: a build, the whole suite
 #    An HTML comment renders as nothing on GitHub. A block without one, a
-#    block without a language, a malformed or orphan marker, a run NAME with
-#    no case here and a case with no block each fail, naming file:line.
+#    block without a language (output goes in ```text), a malformed or
+#    orphan marker, a run NAME with no case here and a case with no block
+#    each fail, naming file:line.
 # 2. Cases. The run blocks are run with bash, as written, against: the fake
 #    API server (tests/tools/fake-apiserver, TLS) serving namespace slurm
-#    with Slinky-shaped worker and login pods carrying the agent's condition;
+#    with Slinky-shaped worker and login pods carrying the agent's condition
+#    and the enroot ConfigMap;
 #    real kubectl pointed at it by a kubeconfig in $KUBECONFIG (the test CA,
 #    the fake's bearer token, namespace slurm); the agent binary on PATH as
 #    aicr-enroot-agent; a real four-node Slurm cluster
@@ -23,8 +25,9 @@
 #    the README starts it, so the rollout sends no token of its own. The
 #    daemon's command lines run in a pod-like sandbox (own mount, PID and,
 #    where `ip` is there, network namespace) and are probed with the
-#    readiness command exactly as container/kubernetes/slinky-slurm-values.yaml
-#    writes it.
+#    readiness command exactly as container/kubernetes/slinky-slurm-values*.yaml
+#    write it; the /status jq filter of the real-cluster port-forward block
+#    is checked on their answer.
 #
 # `test-docs.sh CASE...` runs only those cases (the markers are always checked).
 . "$(dirname "$0")/lib.sh"
