@@ -550,7 +550,9 @@ int kube_call_start(KubeClient *c, const KubeRequest *req, KubeCall **ret) {
                 SET(CURLOPT_POSTFIELDSIZE, (long) strlen(call->body_out));
         }
 #undef SET
-        ok = ok && add_header(call, c->auth_header) &&
+        /* No token file (kubectl proxy adds the credentials): no Authorization
+         * header at all, rather than an empty one. */
+        ok = ok && (!c->auth_header || add_header(call, c->auth_header)) &&
              add_header(call, "Accept: application/json") &&
              (!content_type || add_header(call, content_type)) &&
              curl_easy_setopt(call->easy, CURLOPT_HTTPHEADER, call->headers) == CURLE_OK;

@@ -66,6 +66,9 @@ int rollout_pod_from_json(const json_t *pod, RolloutRole role, const char *condi
         _cleanup_(rollout_pod_done) RolloutPod p = {.role = role};
         const char *name = string_at(pod, "metadata", "name"),
                    *uid = string_at(pod, "metadata", "uid"),
+                   *label = json_string_value(json_object_get(
+                           json_object_get(json_object_get(pod, "metadata"), "labels"),
+                           ROLLOUT_HOSTNAME_LABEL)),
                    *hostname = string_at(pod, "spec", "hostname");
         const json_t *conditions = json_object_get(json_object_get(pod, "status"), "conditions");
         const json_t *c = condition_find(conditions, condition_type);
@@ -82,7 +85,12 @@ int rollout_pod_from_json(const json_t *pod, RolloutRole role, const char *condi
         if (!p.name || !p.uid)
                 return -ENOMEM;
         if (role == ROLE_WORKER) {
-                p.node = strdup(node_from_hostname && hostname && *hostname ? hostname : name);
+                /* The operator's label first: it is the Slurm node name even
+                 * where spec.hostname is not (hostNetwork, DESIGN §4). */
+                p.node = strdup(!node_from_hostname     ? name
+                                : label && *label       ? label
+                                : hostname && *hostname ? hostname
+                                                        : name);
                 if (!p.node)
                         return -ENOMEM;
         }

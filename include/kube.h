@@ -4,8 +4,10 @@
  * driven by sd-event (curl's sockets and timer become event sources), so a
  * slow or dead API server never blocks the loop that serves /metrics.
  *
- * TLS is always verified against the configured CA bundle, and only https
- * is spoken. The bearer token is read from its file at start, again when it
+ * TLS is always verified against the configured CA bundle; plain http is
+ * spoken only to this machine (kubectl proxy, which adds the credentials:
+ * without a token file no Authorization header is sent). The bearer token
+ * is read from its file at start, again when it
  * is older than KUBE_TOKEN_MAX_AGE_USEC (or the configured age) at the next
  * request (bound tokens rotate), and whenever a caller asks after a 401.
  *

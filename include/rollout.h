@@ -21,6 +21,11 @@
 #define ROLLOUT_PRESTOP_REASON "slurm-operator: Pod is terminating"
 /* "20261202T180512Z": the rollout's start, UTC, to the second. */
 #define ROLLOUT_ID_BYTES       17u
+/* The label Slinky's NodeSet controller puts on every worker pod, holding
+ * its Slurm node name (slurm-operator api/v1beta1/well_known.go,
+ * LabelNodeSetPodHostname): under hostNetwork it follows the Kubernetes
+ * node, not spec.hostname (DESIGN §4). */
+#define ROLLOUT_HOSTNAME_LABEL "nodeset.slinky.slurm.net/pod-hostname"
 /* Pods of one role considered; more is refused. */
 #define ROLLOUT_MAX_PODS       65536u
 
@@ -41,7 +46,7 @@ typedef struct RolloutPod {
         char *name;
         char *uid;
         RolloutRole role;
-        char *node; /* the Slurm node of a worker (spec.hostname, else the name); NULL for login */
+        char *node; /* the Slurm node of a worker (rollout_pod_from_json()); NULL for login */
         PodVerdict verdict;
         char *why;        /* the condition's reason, or "no EnrootConfigCurrent condition" */
         bool ready;       /* condition Ready=True */
@@ -51,9 +56,11 @@ typedef struct RolloutPod {
 const char *rollout_role_to_string(RolloutRole r);
 const char *pod_verdict_to_string(PodVerdict v);
 
-/* Reads a Pod object. node_from_hostname: spec.hostname names the Slurm node
- * when set (Slinky's chart sets it), else the pod name. Returns 0, -EBADMSG
- * (no name or UID: *ret_error says which), -ENOMEM. */
+/* Reads a Pod object. A worker's Slurm node: with node_from_hostname, the
+ * ROLLOUT_HOSTNAME_LABEL label when set and not empty, else spec.hostname
+ * when set (Slinky's chart sets it), else the pod name; without, always the
+ * pod name. Returns 0, -EBADMSG (no name or UID: *ret_error says which),
+ * -ENOMEM. */
 int rollout_pod_from_json(const json_t *pod, RolloutRole role, const char *condition_type,
                           bool node_from_hostname, RolloutPod *ret, const char **ret_error);
 void rollout_pod_done(RolloutPod *p);

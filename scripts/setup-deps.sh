@@ -30,6 +30,7 @@ packages=(
 # npm installs the manifest checks' packages (scripts/setup-node-deps.sh). A
 # nodejs from outside Debian brings its own npm and conflicts with Debian's.
 command -v npm >/dev/null || packages+=(npm)
+command -v kubectl >/dev/null || packages+=(kubernetes-client) # kubectl, for the documented commands (test-docs.sh)
 
 # dpkg-query prints the installed ones and complains about the unknown ones.
 installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${packages[@]}" 2>/dev/null |

@@ -184,7 +184,32 @@ expect_eq "labelSelector !=" login-0 \
 expect_eq "fieldSelector metadata.name" worker-1 "$(list_names 'fieldSelector=metadata.name=worker-1')"
 expect_eq "list kind and resourceVersion" "PodList 102" \
         "$(body '[.kind, .metadata.resourceVersion] | join(" ")')"
-expect_eq "set-based selector" 400 "$(api GET "$BASE/pods" -G --data-urlencode 'labelSelector=a in (b)')"
+# set-based terms, as kubectl passes `-l 'k in (a,b)'` through
+expect_eq "labelSelector in (...)" worker-0,worker-1,login-0 \
+        "$(list_names 'labelSelector=app.kubernetes.io/instance in (slinky-slurm-worker-slinky, slinky-slurm-login-slinky)')"
+expect_eq "labelSelector notin (...), with another term" login-0 \
+        "$(list_names 'labelSelector=app.kubernetes.io/instance notin (slinky-slurm-worker-slinky),app.kubernetes.io/instance')"
+expect_eq "notin matches pods without the label" worker-0,worker-1,login-0 \
+        "$(list_names 'labelSelector=nope notin (x)')"
+expect_eq "in needs the label" "" "$(list_names 'labelSelector=nope in (x)')"
+expect_eq "malformed set" 400 "$(api GET "$BASE/pods" -G --data-urlencode 'labelSelector=a in (b,)')"
+expect_eq "unclosed set" 400 "$(api GET "$BASE/pods" -G --data-urlencode 'labelSelector=a in (b')"
+expect_eq "set-based field selector" 400 "$(api GET "$BASE/pods" -G --data-urlencode 'fieldSelector=metadata.name in (a)')"
+# what kubectl asks before anything else: discovery, and content types
+expect_eq "discovery /api" "APIVersions v1" "$(api GET /api >/dev/null; body '.kind + " " + .versions[0]')"
+expect_eq "discovery /api/v1 pods" "pods pod true Pod" \
+        "$(api GET /api/v1 >/dev/null; body '.resources[] | select(.name == "pods") | [.name, .singularName, .namespaced, .kind] | map(tostring) | join(" ")')"
+expect_eq "discovery /apis" "APIGroupList events.k8s.io/v1" \
+        "$(api GET /apis >/dev/null; body '.kind + " " + .groups[0].preferredVersion.groupVersion')"
+expect_eq "discovery needs the token" 401 "$(TOKEN=nope api GET /api/v1)"
+expect_eq "aggregated discovery or plain JSON: plain" "APIVersions" \
+        "$(api GET /api -H 'Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json' >/dev/null; body .kind)"
+expect_eq "Table or plain JSON: plain" "PodList" \
+        "$(api GET "$BASE/pods" -H 'Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json' >/dev/null; body .kind)"
+expect_eq "Table only: 406" "406NotAcceptable" \
+        "$(api GET "$BASE/pods" -H 'Accept: application/json;as=Table;v=v1;g=meta.k8s.io' | tr '\n' ' '; body .reason)"
+expect_eq "protobuf only: 406" 406 "$(api GET "$BASE/pods/worker-0" -H 'Accept: application/vnd.kubernetes.protobuf')"
+expect_eq "*/*: JSON" 200 "$(api GET "$BASE/pods/worker-0" -H 'Accept: */*')"
 expect_eq "unsupported field" 400 "$(api GET "$BASE/pods" -G --data-urlencode 'fieldSelector=spec.nodeName=n1')"
 expect_eq "bad watch flag" 400 "$(api GET "$BASE/pods?watch=maybe")"
 

@@ -2,16 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # `aicr-enroot-agent rollout` against a real Slurm cluster (four slurmd on
 # this machine, tests/tools/slurm-cluster.sh) and the fake API server over
-# TLS. A small controller loop stands in for Slinky's: when a worker pod is
-# deleted it runs the slurmd preStop hook and restarts that node's slurmd
-# (slurm-cluster.sh replace-node), then creates the replacement pod (same
-# name, new UID) Ready and reporting EnrootConfigCurrent=True, as the agent
-# in it would; a deleted login pod comes back under a new name.
+# TLS, with a small controller loop standing in for Slinky's (rollout-lib.sh).
 # Covers: nothing stale; some stale and the rest never touched; a node
 # drained beforehand for another reason (plan stops, nothing changes;
 # --exclude); a running job (apply waits); a replacement that never becomes
 # Ready (timeout, status, abort restores only the rollout's nodes); an
-# interrupted apply continued by a second one; the rolling strategy.
+# interrupted apply continued by a second one; the rolling strategy; a
+# hostNetwork worker, whose Slurm node only Slinky's pod-hostname label names.
 . "$(dirname "$0")/lib.sh"
 
 : "${TOP_SRCDIR:?run through make check}"
@@ -25,13 +22,6 @@ export PATH=$PATH:/usr/sbin:/sbin
 section() { echo "== $* (at ${SECONDS}s)" >&2; }
 NS=slurm
 slurm=$WORK/slurm
-controller_pid=
-stop_controller() {
-        [ -n "$controller_pid" ] || return 0
-        kill "$controller_pid" 2>/dev/null || true
-        wait "$controller_pid" 2>/dev/null || true
-        controller_pid=
-}
 cleanup() {
         stop_controller
         stop_fake
@@ -50,25 +40,11 @@ set +a
 
 kube_pki "$WORK/sa" "$NS" rollout-token
 
-# --- the pods ------------------------------------------------------------------
-WSEL=app.kubernetes.io/instance=slinky-slurm-worker-slinky
-LSEL=app.kubernetes.io/instance=slinky-slurm-login-slinky
-# pod_json NAME UID ROLE CONDITION-STATUS [HOSTNAME]
-pod_json() {
-        local reason=ConfigCurrent label=${WSEL#*=}
-        [ "$4" = False ] && reason=ConfigDrifted
-        [ "$3" = login ] && label=${LSEL#*=}
-        jq -nc --arg name "$1" --arg uid "$2" --arg lbl "$label" --arg status "$4" \
-                --arg reason "$reason" --arg host "${5:-}" --arg ns "$NS" '
-                {metadata: {name: $name, namespace: $ns, uid: $uid,
-                            labels: {"app.kubernetes.io/instance": $lbl}},
-                 spec: (if $host == "" then {} else {hostname: $host} end),
-                 status: {conditions: [{type: "Ready", status: "True"},
-                                       {type: "EnrootConfigCurrent", status: $status,
-                                        reason: $reason, message: "test"}]}}'
-}
+# --- the pods and the controller (rollout-lib.sh) ------------------------------
+. "$(dirname "$0")/rollout-lib.sh"
+
 # start_pods "0:False 1:True ..." LOGIN-STATUS: worker pods slurm-worker-slinky-N
-# (hostname slinky-N) with that condition, one login pod.
+# (Slurm node slinky-N) with that condition, one login pod.
 start_pods() {
         local spec w
         stop_fake
@@ -76,51 +52,13 @@ start_pods() {
                 echo '{"items": ['
                 for spec in $1; do
                         w=${spec%%:*}
-                        pod_json "slurm-worker-slinky-$w" "00000000-0000-0000-0000-00000000000$w" worker \
-                                "${spec#*:}" "slinky-$w"
+                        worker_json "$w" "00000000-0000-0000-0000-00000000000$w" "${spec#*:}"
                         echo ,
                 done
                 pod_json slurm-login-slinky-a 00000000-0000-0000-0000-0000000000aa login "$2"
                 echo ']}'
         } >"$WORK/pods.json"
         start_fake "$WORK/pods.json" --namespace "$NS"
-}
-
-# The controller: recreates deleted pods; NEVER_READY names a worker whose
-# replacement never becomes Ready.
-controller() {
-        local n name uid i=0
-        while sleep 0.1; do
-                ctl GET /pods >"$WORK/pods.now" 2>/dev/null || continue
-                for n in 0 1 2 3; do
-                        name=slurm-worker-slinky-$n
-                        grep -q "\"slinky-$n\"" "$WORK/pods.json" || continue
-                        jq -e --arg n "$name" '.items[] | select(.metadata.name == $n)' \
-                                "$WORK/pods.now" >/dev/null && continue
-                        bash "$CLUSTER" replace-node "$slurm" "slinky-$n" >>"$WORK/controller.log" 2>&1
-                        i=$((i + 1))
-                        uid=$(printf '10000000-0000-0000-0000-%012d' "$i")
-                        if [ "$name" = "${NEVER_READY:-}" ]; then
-                                pod_json "$name" "$uid" worker False "slinky-$n" |
-                                        jq -c '.status.conditions[0].status = "False"'
-                        else
-                                pod_json "$name" "$uid" worker True "slinky-$n"
-                        fi | curl -sf -X POST "$CTL/pods" -H 'Content-Type: application/json' \
-                                --data-binary @- >/dev/null
-                done
-                if ! jq -e '.items[] | select(.metadata.labels["app.kubernetes.io/instance"] == "slinky-slurm-login-slinky")' \
-                        "$WORK/pods.now" >/dev/null; then
-                        i=$((i + 1))
-                        pod_json "slurm-login-slinky-r$i" "$(printf '20000000-0000-0000-0000-%012d' "$i")" login True |
-                                curl -sf -X POST "$CTL/pods" -H 'Content-Type: application/json' \
-                                        --data-binary @- >/dev/null
-                fi
-        done
-}
-start_controller() {
-        stop_controller
-        controller &
-        controller_pid=$!
 }
 
 rollout() { # ACTION ARGS...: runs the rollout, stdout in $WORK/out, stderr in $WORK/err, sets RC
@@ -272,8 +210,15 @@ stop_controller
 reset_nodes
 
 # --- all stale: every worker, then the login pod, then every node back -------------
-section "all stale"
+# Worker 3 runs with hostNetwork: its Slurm node is named by Slinky's label
+# only (spec.hostname is the pod's name, which Slurm does not know).
+section "all stale, one worker on hostNetwork"
+HOSTNET=3
 start_pods "0:False 1:False 2:False 3:False" False
+rollout plan --format json
+expect_rc 1 "plan, all stale"
+[ "$(jq -r '.pods[] | select(.name == "slurm-worker-slinky-3") | .node + " " + .action' "$WORK/out")" = "slinky-3 replace" ] &&
+        pass || fail "the hostNetwork worker's node: $(jq -c '.pods' "$WORK/out")"
 start_controller
 rollout apply --format json
 expect_rc 0 "apply, all stale"
@@ -286,6 +231,7 @@ jq -e '[.pods[] | select(.verdict != "current")] | length == 0' "$WORK/out" >/de
         pass || fail "the login pod was not replaced last"
 wait_for 10 all_idle && pass || fail "not back in service: $(sinfo -N -o '%N %T %E')"
 stop_controller
+HOSTNET=
 reset_nodes
 
 # --- rolling: one node at a time, the rest in service -----------------------------------

@@ -5,7 +5,7 @@
  *
  *   fake-apiserver --pods FILE --token-file FILE --tls-cert FILE --tls-key FILE
  *                  [--port N] [--control-port N] [--namespace NS] [--verbose]
- *                  [--arrivals FILE]
+ *                  [--arrivals FILE] [--configmaps FILE]
  *
  * Prints "listening on https://127.0.0.1:PORT" then "control on
  * http://127.0.0.1:PORT" on stdout once both ports accept connections, and
@@ -20,6 +20,9 @@
  *   PATCH  /api/v1/namespaces/NS/pods/NAME/status  (strategic merge or merge patch)
  *   DELETE /api/v1/namespaces/NS/pods/NAME
  *   POST   /api/v1/namespaces/NS/events, /apis/events.k8s.io/v1/namespaces/NS/events
+ *   GET    /api, /api/v1, /apis, /apis/events.k8s.io/v1   (discovery, for kubectl)
+ *   GET    /api/v1/namespaces/NS   (the namespace itself, for kubectl)
+ *   GET    /api/v1/namespaces/NS/configmaps[/NAME]   (--configmaps FILE, read-only)
  * Every request needs "Authorization: Bearer T" where T is the token file's
  * content at that moment (the file is re-read on every request, trailing
  * newlines ignored), so a test rotates the token by rewriting the file.
@@ -38,6 +41,10 @@
  * request log on the control port is kept only from the answer on and is
  * capped; this file is neither.
  *
+ * --configmaps FILE holds a ConfigMapList or a JSON list of ConfigMaps in
+ * --namespace, served as they are (a resourceVersion is added where missing)
+ * and never changed: `kubectl get configmap NAME -o json` reads them.
+ *
  * --pods FILE holds a PodList ({"items": [...]}) or a JSON list of pods; each
  * needs metadata.name; metadata.namespace defaults to --namespace (which
  * defaults to the first pod's namespace, else "default"); a missing uid is
@@ -46,8 +53,23 @@
  * Deviations a client may notice: a patch that changes nothing answers 200
  * with no new resourceVersion and no watch event (as etcd skips equal
  * writes); "$setElementOrder" and "$retainKeys" directives are accepted and
- * ignored; application/json-patch+json and apply patches get 415; the only
- * selectors are equality terms; DELETE removes a pod at once (no grace).
+ * ignored; application/json-patch+json and apply patches get 415; label
+ * selectors are equality, existence and set terms ("k in (a,b)", "k notin
+ * (a,b)"), field selectors metadata.name and metadata.namespace only;
+ * DELETE removes a pod at once (no grace).
+ *
+ * For kubectl (get, wait, proxy) the fake also serves discovery in its
+ * plain, unaggregated form and negotiates the answer's type from Accept.
+ * Not modelled, so that a client needing them notices: server-side Table
+ * output (kubectl get's default and -o wide; a request that also accepts
+ * plain JSON gets plain JSON, as from a server without Table conversion,
+ * and kubectl then prints NAME and AGE only; one that accepts only Table,
+ * YAML or protobuf gets the real server's 406), aggregated discovery (same
+ * fallback), list paging (limit is ignored and the whole list answered, as
+ * the real server does for resourceVersion=0; no continue tokens),
+ * resourceVersionMatch, /version, /openapi, watches and writes of
+ * ConfigMaps, and every other resource and subresource: RBAC objects,
+ * access reviews, logs, exec and port-forward get 404.
  *
  * The control port (plain HTTP, 127.0.0.1) drives the test; its endpoints are
  * listed in the "control port" section below: fault injection, operator-style
@@ -391,6 +413,8 @@ typedef enum SelectorOp {
         SEL_NE,
         SEL_EXISTS,
         SEL_NOT_EXISTS,
+        SEL_IN,     /* value: the set, "a,b,c" */
+        SEL_NOT_IN, /* value: the set; matches objects without the key too */
 } SelectorOp;
 
 typedef struct Requirement {
@@ -398,6 +422,92 @@ typedef struct Requirement {
         char *value;
         SelectorOp op;
 } Requirement;
+
+/* ---------------------------------------------------------------------------
+ * Set-based label selector terms, as kubectl passes them through `-l
+ * 'k in (a,b)'` (apimachinery labels.Parse): "KEY in (V,...)" and
+ * "KEY notin (V,...)". */
+
+/* The end of the term starting at p: the next comma outside parentheses. */
+static const char *selector_term_end(const char *p) {
+        int depth = 0;
+
+        for (; *p; p++) {
+                if (*p == '(')
+                        depth++;
+                else if (*p == ')' && depth > 0)
+                        depth--;
+                else if (*p == ',' && depth == 0)
+                        break;
+        }
+        return p;
+}
+
+static bool selector_word_ok(const char *s, bool key);
+
+/* 1 with *r filled when term is a set term, 0 when it is not one, -EINVAL
+ * when it is a malformed one, -ENOMEM. */
+static int selector_parse_set(const char *term, Requirement *r) {
+        const char *sp = strchr(term, ' '), *op, *open, *close;
+        _cleanup_free_ char *key = NULL, *values = NULL;
+        SelectorOp kind;
+        size_t n;
+
+        if (!sp)
+                return 0;
+        op = sp;
+        while (*op == ' ')
+                op++;
+        if (startswith(op, "in") && (op[2] == ' ' || op[2] == '('))
+                kind = SEL_IN;
+        else if (startswith(op, "notin") && (op[5] == ' ' || op[5] == '('))
+                kind = SEL_NOT_IN;
+        else
+                return 0;
+        open = strchr(op, '(');
+        close = open ? strchr(open, ')') : NULL;
+        if (!open || !close || close[1] != '\0')
+                return -EINVAL;
+        for (const char *q = op + (kind == SEL_IN ? 2 : 5); q < open; q++)
+                if (*q != ' ')
+                        return -EINVAL;
+        key = strndup(term, (size_t) (sp - term));
+        values = malloc((size_t) (close - open));
+        if (!key || !values)
+                return -ENOMEM;
+        /* the values without blanks, comma-separated; none may be empty */
+        n = 0;
+        for (const char *q = open + 1; q < close; q++) {
+                if (*q == ' ' || *q == '\t')
+                        continue;
+                if (*q == ',' && (n == 0 || values[n - 1] == ','))
+                        return -EINVAL;
+                values[n++] = *q;
+        }
+        values[n] = '\0';
+        if (n == 0 || values[n - 1] == ',' || !selector_word_ok(key, true) || *key == '\0')
+                return -EINVAL;
+        for (char *v = values; *v; v++)
+                if (*v != ',' && !is_name_char(*v))
+                        return -EINVAL;
+        *r = (Requirement){.key = TAKE_PTR(key), .value = TAKE_PTR(values), .op = kind};
+        return 1;
+}
+
+/* Whether value v is one of set "a,b,c". */
+static bool selector_set_has(const char *set, const char *v) {
+        size_t n = strlen(v);
+
+        for (const char *p = set; p;) {
+                const char *comma = strchr(p, ',');
+                size_t len = comma ? (size_t) (comma - p) : strlen(p);
+
+                if (len == n && strncmp(p, v, n) == 0)
+                        return true;
+                p = comma ? comma + 1 : NULL;
+        }
+        return false;
+}
 
 typedef struct Selector {
         Requirement terms[FAKE_MAX_SELECTOR_TERMS];
@@ -437,14 +547,15 @@ static int selector_parse(const char *text, bool fields, Selector *ret, char **r
         const char *p = text;
 
         while (p && *p) {
-                const char *comma = strchr(p, ','), *eq;
-                size_t len = comma ? (size_t) (comma - p) : strlen(p);
+                const char *comma = selector_term_end(p), *eq;
+                size_t len = (size_t) (comma - p);
                 _cleanup_free_ char *term = strip_dup(p, len);
                 Requirement *r;
+                int k;
 
                 if (!term)
                         goto oom;
-                p = comma ? comma + 1 : NULL;
+                p = *comma ? comma + 1 : NULL;
                 if (*term == '\0')
                         continue;
                 if (s.n >= FAKE_MAX_SELECTOR_TERMS) {
@@ -455,11 +566,19 @@ static int selector_parse(const char *text, bool fields, Selector *ret, char **r
                                        : -EINVAL;
                 }
                 r = &s.terms[s.n];
-                if (strpbrk(term, "() ") || strstr(term, " in ")) {
+                k = fields || strchr(term, '=') ? 0 : selector_parse_set(term, r);
+                if (k == -ENOMEM)
+                        goto oom;
+                if (k > 0) {
+                        s.n++;
+                        continue;
+                }
+                if (k < 0 || strpbrk(term, "() ")) {
                         selector_done(&s);
                         return asprintf(ret_error,
-                                        "unable to parse requirement: \"%s\": only equality-based "
-                                        "terms (k=v, k==v, k!=v, k, !k) are served here",
+                                        "unable to parse requirement: \"%s\": only the terms "
+                                        "k=v, k==v, k!=v, k, !k, k in (v,...) and k notin (v,...) "
+                                        "are served here",
                                         term) < 0
                                        ? -ENOMEM
                                        : -EINVAL;
@@ -540,6 +659,14 @@ static bool selector_matches(const Selector *s, const json_t *values) {
                         break;
                 case SEL_NOT_EXISTS:
                         if (v)
+                                return false;
+                        break;
+                case SEL_IN:
+                        if (!v || !selector_set_has(r->value, v))
+                                return false;
+                        break;
+                case SEL_NOT_IN:
+                        if (v && selector_set_has(r->value, v))
                                 return false;
                         break;
                 }
@@ -1016,7 +1143,8 @@ struct Server {
         uint64_t requests_dropped;
         int arrivals_fd; /* --arrivals, or -1 */
 
-        json_t *events; /* stored Events */
+        json_t *events;     /* stored Events */
+        json_t *configmaps; /* --configmaps: name -> ConfigMap, read-only */
 
         Request *live; /* requests in progress, both ports */
 };
@@ -2215,8 +2343,262 @@ static void log_arrival(Server *s, const Request *r) {
                         r->method, r->path);
 }
 
+/* ---------------------------------------------------------------------------
+ * What kubectl needs besides the resources: discovery and content
+ * negotiation. kubectl maps "pod/NAME" and "pods" to a resource through
+ * discovery before anything else, and says what it accepts: `get` asks for
+ * a Table ("application/json;as=Table;v=v1;g=meta.k8s.io,...,application/
+ * json"), discovery for the aggregated form ("...;as=APIGroupDiscoveryList,
+ * application/json"). This fake serves neither conversion: a request that
+ * also accepts plain JSON gets it, as from a server that has no such
+ * conversion (kubectl then reads the plain form), and one that accepts
+ * nothing this fake writes gets the real server's 406. */
+
+/* Whether one media range of an Accept header is plain JSON: "application/
+ * json", "application/ *" or "* / *" without an "as=" conversion. */
+static bool media_range_is_json(const char *range, size_t len) {
+        const char *semi = memchr(range, ';', len);
+        size_t type_len = semi ? (size_t) (semi - range) : len;
+
+        while (type_len > 0 && range[type_len - 1] == ' ')
+                type_len--;
+        if (!((type_len == strlen("application/json") &&
+               strncasecmp(range, "application/json", type_len) == 0) ||
+              (type_len == 13 && strncasecmp(range, "application/*", type_len) == 0) ||
+              (type_len == 3 && strncmp(range, "*/*", 3) == 0)))
+                return false;
+        /* a parameter "as=..." asks for a conversion (Table, discovery) */
+        for (const char *p = semi; p && p < range + len;) {
+                const char *next = memchr(p + 1, ';', (size_t) (range + len - p - 1));
+
+                p++;
+                while (p < range + len && *p == ' ')
+                        p++;
+                if ((size_t) (range + len - p) >= 3 && strncasecmp(p, "as=", 3) == 0)
+                        return false;
+                p = next;
+        }
+        return true;
+}
+
+/* No Accept header means anything; else some range must be plain JSON. */
+static bool accepts_json(const Request *r) {
+        const char *h =
+                MHD_lookup_connection_value(r->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+
+        if (!h || *h == '\0')
+                return true;
+        for (const char *p = h; p;) {
+                const char *comma = strchr(p, ',');
+                size_t len = comma ? (size_t) (comma - p) : strlen(p);
+
+                while (len > 0 && *p == ' ') {
+                        p++;
+                        len--;
+                }
+                if (media_range_is_json(p, len))
+                        return true;
+                p = comma ? comma + 1 : NULL;
+        }
+        return false;
+}
+
+static enum MHD_Result api_not_acceptable(Request *r) {
+        /* apimachinery's NewNotAcceptableError, as runtime.NegotiateOutput... says it */
+        return api_answer(r, 406,
+                          status_new(406, NULL,
+                                     "only the following media types are accepted: "
+                                     "application/json, application/yaml, "
+                                     "application/vnd.kubernetes.protobuf",
+                                     NULL),
+                          -1);
+}
+
+/* The discovery documents of the resources this fake serves, in the
+ * unaggregated form (the real server's answer to a client that asks for
+ * plain JSON). NULL for a path that is not discovery. */
+static json_t *discovery_document(const char *path) {
+        if (streq(path, "/api") || streq(path, "/api/"))
+                return json_pack("{s:s, s:[s], s:[{s:s, s:s}]}", "kind", "APIVersions", "versions",
+                                 "v1", "serverAddressByClientCIDRs", "clientCIDR", "0.0.0.0/0",
+                                 "serverAddress", "127.0.0.1");
+        if (streq(path, "/apis") || streq(path, "/apis/"))
+                return json_pack("{s:s, s:s, s:[{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}]}", "kind",
+                                 "APIGroupList", "apiVersion", "v1", "groups", "name",
+                                 "events.k8s.io", "versions", "groupVersion", "events.k8s.io/v1",
+                                 "version", "v1", "preferredVersion", "groupVersion",
+                                 "events.k8s.io/v1", "version", "v1");
+        if (streq(path, "/api/v1"))
+                return json_pack(
+                        "{s:s, s:s, s:[{s:s, s:s, s:b, s:s, s:[s,s,s,s,s,s,s,s], s:[s], "
+                        "s:[s]}, {s:s, s:s, s:b, s:s, s:[s,s,s]}, {s:s, s:s, s:b, s:s, "
+                        "s:[s,s,s,s,s,s,s,s], s:[s]}, {s:s, s:s, s:b, s:s, "
+                        "s:[s,s,s,s,s,s,s,s], s:[s]}]}",
+                        "kind", "APIResourceList", "groupVersion", "v1", "resources", "name",
+                        "pods", "singularName", "pod", "namespaced", true, "kind", "Pod", "verbs",
+                        "create", "delete", "deletecollection", "get", "list", "patch", "update",
+                        "watch", "shortNames", "po", "categories", "all", "name", "pods/status",
+                        "singularName", "", "namespaced", true, "kind", "Pod", "verbs", "get",
+                        "patch", "update", "name", "events", "singularName", "event", "namespaced",
+                        true, "kind", "Event", "verbs", "create", "delete", "deletecollection",
+                        "get", "list", "patch", "update", "watch", "shortNames", "ev", "name",
+                        "configmaps", "singularName", "configmap", "namespaced", true, "kind",
+                        "ConfigMap", "verbs", "create", "delete", "deletecollection", "get", "list",
+                        "patch", "update", "watch", "shortNames", "cm");
+        if (streq(path, "/apis/events.k8s.io/v1"))
+                return json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:b, s:s, "
+                                 "s:[s,s,s,s,s,s,s,s], s:[s]}]}",
+                                 "kind", "APIResourceList", "apiVersion", "v1", "groupVersion",
+                                 "events.k8s.io/v1", "resources", "name", "events", "singularName",
+                                 "event", "namespaced", true, "kind", "Event", "verbs", "create",
+                                 "delete", "deletecollection", "get", "list", "patch", "update",
+                                 "watch", "shortNames", "ev");
+        return NULL;
+}
+
+/* 1 when r was a discovery request and is answered (or failed: *ret). */
+static int api_discovery(Request *r, enum MHD_Result *ret) {
+        json_t *doc = discovery_document(r->path);
+
+        if (!doc)
+                return 0;
+        if (!streq(r->method, "GET")) {
+                json_decref(doc);
+                *ret = method_not_allowed(r);
+        } else
+                *ret = api_answer(r, 200, doc, -1);
+        return 1;
+}
+
+/* GET /api/v1/namespaces/NS: kubectl asks it after a 404 on a namespaced
+ * object, to tell "pods \"x\" not found" from a missing namespace. 1 when r
+ * was such a request and is answered (*ret). */
+static int api_namespace(Server *s, Request *r, enum MHD_Result *ret) {
+        const char *name = startswith(r->path, "/api/v1/namespaces/");
+        char uid[37];
+
+        if (!name || *name == '\0' || strchr(name, '/'))
+                return 0;
+        if (!streq(r->method, "GET"))
+                *ret = method_not_allowed(r);
+        else if (!streq(name, s->namespace))
+                *ret = api_answer(r, 404,
+                                  status_newf(404, NULL, details_new(name, "namespaces"),
+                                              "namespaces \"%s\" not found", name),
+                                  -1);
+        else {
+                /* a stable uid: the namespace is as old as the server */
+                snprintf(uid, sizeof uid, "00000000-0000-4000-8000-%012x",
+                         (unsigned) (strlen(name) * 7919u));
+                *ret = api_answer(r, 200,
+                                  json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:[s]}, s:{s:s}}",
+                                            "kind", "Namespace", "apiVersion", "v1", "metadata",
+                                            "name", name, "uid", uid, "resourceVersion", "1",
+                                            "spec", "finalizers", "kubernetes", "status", "phase",
+                                            "Active"),
+                                  -1);
+        }
+        return 1;
+}
+
+/* ConfigMaps, read-only: what `kubectl get configmap` reads. */
+static int load_configmaps(Server *s, const char *path) {
+        _cleanup_(json_decrefp) json_t *root = NULL;
+        _cleanup_free_ char *data = NULL;
+        json_error_t err;
+        json_t *items, *cm;
+        size_t len, i;
+        int r;
+
+        r = read_file_at(AT_FDCWD, path, 0, FAKE_MAX_FILE_BYTES, &data, &len);
+        if (r < 0) {
+                fprintf(stderr, "fake-apiserver: --configmaps %s: %s\n", path, strerror(-r));
+                return r;
+        }
+        root = json_loadb(data, len, 0, &err);
+        items = json_is_array(root) ? root : json_object_get(root, "items");
+        if (!json_is_array(items)) {
+                fprintf(stderr, "fake-apiserver: --configmaps %s:%d: %s\n", path, err.line,
+                        root ? "expected a ConfigMapList or a list of ConfigMaps" : err.text);
+                return -EINVAL;
+        }
+        s->configmaps = json_object();
+        if (!s->configmaps)
+                return -ENOMEM;
+        json_array_foreach(items, i, cm) {
+                json_t *meta = json_object_get(cm, "metadata");
+                const char *name = json_str(meta, "name"), *ns = json_str(meta, "namespace");
+
+                if (!name || !selector_word_ok(name, false) || (ns && !streq(ns, s->namespace))) {
+                        fprintf(stderr,
+                                "fake-apiserver: --configmaps %s: item %zu: needs metadata.name, "
+                                "in namespace \"%s\"\n",
+                                path, i, s->namespace);
+                        return -EINVAL;
+                }
+                json_object_set_new(meta, "namespace", json_string(s->namespace));
+                if (!json_str(meta, "resourceVersion"))
+                        set_rv(cm, ++s->rv);
+                json_object_set_new(cm, "kind", json_string("ConfigMap"));
+                json_object_set_new(cm, "apiVersion", json_string("v1"));
+                json_object_set(s->configmaps, name, cm);
+        }
+        return 0;
+}
+
+/* GET .../configmaps[/NAME] of the served namespace. 1 when r was one and is
+ * answered (*ret). */
+static int api_configmap(Server *s, Request *r, const Route *rt, enum MHD_Result *ret) {
+        const char *p = startswith(r->path, "/api/v1/namespaces/"), *name;
+        size_t ns_len;
+
+        if (!p)
+                return 0;
+        ns_len = strcspn(p, "/");
+        name = startswith(p + ns_len, "/configmaps");
+        if (!name || (*name != '\0' && (*name != '/' || name[1] == '\0' || strchr(name + 1, '/'))))
+                return 0;
+        if (!streq(r->method, "GET"))
+                *ret = method_not_allowed(r);
+        else if (!streq(rt->ns, s->namespace))
+                *ret = api_answer(r, 403,
+                                  status_newf(403, NULL, details_new(NULL, "configmaps"),
+                                              "configmaps is forbidden: User \"%s\" cannot get "
+                                              "resource \"configmaps\" in API group \"\" in the "
+                                              "namespace \"%s\"",
+                                              s->user, rt->ns),
+                                  -1);
+        else if (*name == '\0') {
+                _cleanup_free_ char *rv = rv_string(s->rv);
+                json_t *list = json_pack("{s:s, s:s, s:{s:s?}, s:[]}", "kind", "ConfigMapList",
+                                         "apiVersion", "v1", "metadata", "resourceVersion", rv,
+                                         "items"),
+                       *cm;
+                const char *key;
+
+                json_object_foreach(s->configmaps, key, cm) {
+                        json_t *item = json_deep_copy(cm);
+
+                        json_object_del(item, "kind");
+                        json_object_del(item, "apiVersion");
+                        json_array_append_new(json_object_get(list, "items"), item);
+                }
+                *ret = api_answer(r, 200, list, -1);
+        } else {
+                json_t *cm = json_object_get(s->configmaps, name + 1);
+
+                *ret = cm ? api_answer(r, 200, json_incref(cm), -1)
+                          : api_answer(r, 404,
+                                       status_newf(404, NULL, details_new(name + 1, "configmaps"),
+                                                   "configmaps \"%s\" not found", name + 1),
+                                       -1);
+        }
+        return 1;
+}
+
 /* The last call for a complete request (and again after a delay). */
 static enum MHD_Result api_process(Server *s, Request *r) {
+        enum MHD_Result ret;
         Route rt;
 
         route_parse(r, &rt);
@@ -2253,6 +2635,10 @@ static enum MHD_Result api_process(Server *s, Request *r) {
                                   -1);
         if (!authorized(s, r))
                 return api_answer(r, 401, status_new(401, NULL, "Unauthorized", NULL), -1);
+        if (!accepts_json(r))
+                return api_not_acceptable(r);
+        if (api_discovery(r, &ret) || api_namespace(s, r, &ret) || api_configmap(s, r, &rt, &ret))
+                return ret;
         if (rt.endpoint == EP_NONE)
                 return api_answer(r, 404, not_found_status(&rt), -1);
         if (!streq(rt.ns, s->namespace))
@@ -2637,6 +3023,7 @@ static void server_done(Server *s) {
         json_decref(s->pods);
         json_decref(s->requests);
         json_decref(s->events);
+        json_decref(s->configmaps);
         history_clear(s);
         for (size_t i = 0; i < s->n_faults; i++)
                 fault_done(&s->faults[i]);
@@ -2784,7 +3171,7 @@ static void usage(FILE *f) {
                    "--tls-key FILE\n"
                    "                      [--port N] [--control-port N] [--namespace NS] "
                    "[--verbose]\n"
-                   "                      [--arrivals FILE]\n"
+                   "                      [--arrivals FILE] [--configmaps FILE]\n"
                    "A loopback Kubernetes API server for tests: TLS on 127.0.0.1:N (0: the kernel\n"
                    "chooses), a plain-HTTP control port for fault injection. Prints\n"
                    "\"listening on https://127.0.0.1:PORT\" and \"control on "
@@ -2811,6 +3198,7 @@ int main(int argc, char **argv) {
                 {"namespace", required_argument, NULL, 'n'},
                 {"verbose", no_argument, NULL, 'v'},
                 {"arrivals", required_argument, NULL, 'a'},
+                {"configmaps", required_argument, NULL, 'm'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
@@ -2818,7 +3206,7 @@ int main(int argc, char **argv) {
         _cleanup_free_ char *cert = NULL, *key = NULL;
         uint16_t api_port = 0, control_port = 0, got_api, got_control;
         Server s = {.arrivals_fd = -EBADF};
-        const char *arrivals = NULL;
+        const char *arrivals = NULL, *configmaps = NULL;
         bool namespace_given = false;
         _cleanup_close_ int signal_fd = -EBADF;
         sigset_t mask;
@@ -2851,6 +3239,9 @@ int main(int argc, char **argv) {
                         break;
                 case 'v':
                         s.verbose = true;
+                        break;
+                case 'm':
+                        configmaps = optarg;
                         break;
                 case 'a':
                         arrivals = optarg;
@@ -2885,7 +3276,8 @@ int main(int argc, char **argv) {
         s.events = json_array();
         if (!s.pods || !s.requests || !s.events)
                 goto out;
-        if (load_pods(&s, pods, namespace_given) < 0) {
+        if (load_pods(&s, pods, namespace_given) < 0 ||
+            (configmaps && load_configmaps(&s, configmaps) < 0)) {
                 ret = 2;
                 goto out;
         }

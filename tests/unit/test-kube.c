@@ -4,6 +4,8 @@
  * server in a second thread records the Authorization header of every
  * request; the main thread makes the requests with kube_call_sync() and
  * rewrites the token file as kubelet does (a new file renamed over the old).
+ * A client without a token file (`--kube-api http://127.0.0.1:8001` through
+ * kubectl proxy, which adds the credentials) sends no Authorization header.
  * What is checked is what the server received.
  */
 #include <arpa/inet.h>
@@ -23,7 +25,9 @@
 
 #include "kube.h"
 
-#define MAX_SEEN 16
+#define MAX_SEEN  16
+/* What the server records for a request without an Authorization header. */
+#define NO_HEADER "(no Authorization header)"
 
 /* ---------------------------------------------------------------------------
  * The server: one request per connection, answered "{}" and closed. One at a
@@ -37,18 +41,21 @@ typedef struct Server {
         bool running;  /* the thread was started and not joined */
         bool stopping; /* under lock: the listener is being shut down */
         pthread_mutex_t lock;
-        char seen[MAX_SEEN][128]; /* Authorization values, "" for none */
+        char seen[MAX_SEEN][128]; /* Authorization values, or NO_HEADER */
         size_t n_seen;
 } Server;
 
 static Server server = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void record(Server *s, const char *head) {
-        const char *a = strcasestr(head, "\r\nAuthorization: ");
-        char value[128] = "";
+        const char *a = strcasestr(head, "\r\nAuthorization:");
+        char value[128] = NO_HEADER;
 
         if (a) {
-                a += strlen("\r\nAuthorization: ");
+                /* an empty value is recorded as empty: only no header is NO_HEADER */
+                a += strlen("\r\nAuthorization:");
+                while (*a == ' ')
+                        a++;
                 (void) snprintf(value, sizeof value, "%.*s", (int) strcspn(a, "\r\n"), a);
         }
         pthread_mutex_lock(&s->lock);
@@ -319,8 +326,34 @@ static void test_token_default_age(void **state) {
         (void) state;
 }
 
+/* No token file, as rollout makes its client for `--kube-api
+ * http://127.0.0.1:8001` (kubectl proxy adds the credentials): every request
+ * goes out, with no Authorization header at all; a reload after a 401 has
+ * nothing to read and changes nothing. */
+static void test_no_token(void **state) {
+        Server *s = server_start();
+        sd_event *event = NULL;
+        KubeClient *c = NULL;
+        char url[64];
+
+        (void) snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned) s->port);
+        assert_int_equal(sd_event_new(&event), 0);
+        assert_int_equal(kube_client_new(event, &(KubeConfig){.api_url = url}, &c), 0);
+        get(c);
+        assert_int_equal(kube_client_reload_token(c), 0);
+        get(c);
+        assert_string_equal(seen(s, 0), NO_HEADER);
+        assert_string_equal(seen(s, 1), NO_HEADER);
+
+        kube_client_free(c);
+        sd_event_unref(event);
+        (void) server_stop(NULL);
+        (void) state;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test_teardown(test_no_token, server_stop),
                 cmocka_unit_test_teardown(test_token_rotation, server_stop),
                 cmocka_unit_test_teardown(test_token_default_age, server_stop),
         };

@@ -37,6 +37,46 @@ static const PodRow pod_rows[] = {
          "{\"metadata\":{\"name\":\"w-1\",\"uid\":\"u1\"},\"status\":{\"conditions\":[" COND(
                  "True", "ConfigCurrent") "]}}",
          ROLE_WORKER, true, 0, "w-1", VERDICT_CURRENT, "ConfigCurrent", false, false},
+        /* Slinky's label names the Slurm node (DESIGN §4); under
+         * hostNetwork it is the Kubernetes node's name, not spec.hostname */
+        {"label beats spec.hostname (hostNetwork)",
+         "{\"metadata\":{\"name\":\"slurm-worker-slinky-0\",\"uid\":\"u0\",\"labels\":{"
+         "\"" ROLLOUT_HOSTNAME_LABEL "\":\"gpu-node-7\"}},\"spec\":{\"hostname\":\"slinky-0\","
+         "\"hostNetwork\":true}}",
+         ROLE_WORKER, true, 0, "gpu-node-7", VERDICT_UNKNOWN, "no EnrootConfigCurrent", false,
+         false},
+        {"label without spec.hostname",
+         "{\"metadata\":{\"name\":\"w-2\",\"uid\":\"u2\",\"labels\":{\"" ROLLOUT_HOSTNAME_LABEL
+         "\":\"slinky-2\"}}}",
+         ROLE_WORKER, true, 0, "slinky-2", VERDICT_UNKNOWN, "", false, false},
+        {"label equal to spec.hostname, as the chart's pods have it",
+         "{\"metadata\":{\"name\":\"slurm-worker-slinky-3\",\"uid\":\"u3\",\"labels\":{\""
+         "app.kubernetes.io/instance\":\"slinky-slurm-worker-slinky\",\"" ROLLOUT_HOSTNAME_LABEL
+         "\":\"slinky-3\"}},\"spec\":{\"hostname\":\"slinky-3\"}}",
+         ROLE_WORKER, true, 0, "slinky-3", VERDICT_UNKNOWN, "", false, false},
+        {"empty label: spec.hostname",
+         "{\"metadata\":{\"name\":\"w-4\",\"uid\":\"u4\",\"labels\":{\"" ROLLOUT_HOSTNAME_LABEL
+         "\":\"\"}},\"spec\":{\"hostname\":\"slinky-4\"}}",
+         ROLE_WORKER, true, 0, "slinky-4", VERDICT_UNKNOWN, "", false, false},
+        {"label that is not a string: spec.hostname",
+         "{\"metadata\":{\"name\":\"w-5\",\"uid\":\"u5\",\"labels\":{\"" ROLLOUT_HOSTNAME_LABEL
+         "\":5}},\"spec\":{\"hostname\":\"slinky-5\"}}",
+         ROLE_WORKER, true, 0, "slinky-5", VERDICT_UNKNOWN, "", false, false},
+        {"labels that are not an object: the pod name",
+         "{\"metadata\":{\"name\":\"w-6\",\"uid\":\"u6\",\"labels\":[]}}", ROLE_WORKER, true, 0,
+         "w-6", VERDICT_UNKNOWN, "", false, false},
+        {"another label of the same prefix is not it",
+         "{\"metadata\":{\"name\":\"w-7\",\"uid\":\"u7\",\"labels\":{"
+         "\"nodeset.slinky.slurm.net/pod-name\":\"x\"}},\"spec\":{\"hostname\":\"slinky-7\"}}",
+         ROLE_WORKER, true, 0, "slinky-7", VERDICT_UNKNOWN, "", false, false},
+        {"label ignored with --node-name pod",
+         "{\"metadata\":{\"name\":\"w-8\",\"uid\":\"u8\",\"labels\":{\"" ROLLOUT_HOSTNAME_LABEL
+         "\":\"gpu-node-8\"}},\"spec\":{\"hostname\":\"slinky-8\"}}",
+         ROLE_WORKER, false, 0, "w-8", VERDICT_UNKNOWN, "", false, false},
+        {"a login pod has no Slurm node, label or not",
+         "{\"metadata\":{\"name\":\"l-1\",\"uid\":\"u\",\"labels\":{\"" ROLLOUT_HOSTNAME_LABEL
+         "\":\"login-1\"}},\"spec\":{\"hostname\":\"login-1\"}}",
+         ROLE_LOGIN, true, 0, NULL, VERDICT_UNKNOWN, "", false, false},
         {"unknown condition",
          "{\"metadata\":{\"name\":\"l-0\",\"uid\":\"u\"},\"status\":{\"conditions\":[" COND(
                  "Unknown", "FileUnreadable") "]}}",

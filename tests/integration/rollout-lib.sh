@@ -1,0 +1,94 @@
+# SPDX-License-Identifier: Apache-2.0
+# Shared by the rollout tests (test-rollout.sh, test-docs.sh): sourced after
+# lib.sh, never run. Slinky-shaped pods for the fake API server, and a small
+# controller loop that stands in for Slinky's: when a worker pod is deleted
+# it runs the slurmd preStop hook and restarts that node's slurmd
+# (slurm-cluster.sh replace-node), then creates the replacement pod (same
+# name, new UID) Ready and reporting EnrootConfigCurrent=True, as the agent
+# in it would; a deleted login pod comes back under a new name.
+# The caller sets NS, CLUSTER (slurm-cluster.sh), slurm (its directory), CTL
+# (the fake's control port) and keeps the pods it started from in
+# $WORK/pods.json.
+
+WSEL=app.kubernetes.io/instance=slinky-slurm-worker-slinky
+LSEL=app.kubernetes.io/instance=slinky-slurm-login-slinky
+# pod_json NAME UID ROLE CONDITION-STATUS [HOSTNAME [HOSTNETWORK-NODE]]
+# Worker pods are shaped as Slinky's NodeSet controller makes them
+# (StatefulSet mode): spec.hostname, and the labels it sets, among them
+# nodeset.slinky.slurm.net/pod-hostname, the Slurm node name: spec.hostname,
+# or under hostNetwork the Kubernetes node's name (spec.nodeName), while
+# spec.hostname stays the pod's name (slurm-operator GetSlurmNodeName).
+pod_json() {
+        local reason=ConfigCurrent label=${WSEL#*=}
+        [ "$4" = False ] && reason=ConfigDrifted
+        [ "$3" = login ] && label=${LSEL#*=}
+        jq -nc --arg name "$1" --arg uid "$2" --arg lbl "$label" --arg status "$4" \
+                --arg reason "$reason" --arg host "${5:-}" --arg hostnet "${6:-}" --arg ns "$NS" \
+                --arg role "$3" '
+                {metadata: {name: $name, namespace: $ns, uid: $uid,
+                            labels: ({"app.kubernetes.io/instance": $lbl} +
+                                     if $role != "worker" then {} else
+                                     {"nodeset.slinky.slurm.net/pod-name": $name,
+                                      "nodeset.slinky.slurm.net/scaling-mode": "StatefulSet",
+                                      "nodeset.slinky.slurm.net/pod-hostname":
+                                        (if $hostnet != "" then $hostnet
+                                         elif $host != "" then $host else $name end)} end)},
+                 spec: ((if $host == "" then {} else {hostname: $host} end) +
+                        (if $hostnet == "" then {} else {hostNetwork: true, nodeName: $hostnet} end)),
+                 status: {conditions: [{type: "Ready", status: "True"},
+                                       {type: "EnrootConfigCurrent", status: $status,
+                                        reason: $reason, message: "test"}]}}'
+}
+# worker_json N UID STATUS: worker pod slurm-worker-slinky-N, Slurm node
+# slinky-N; with HOSTNET set for it (HOSTNET="3"), a hostNetwork pod whose
+# spec.hostname is its pod name and only the label names slinky-N.
+worker_json() {
+        case " ${HOSTNET:-} " in
+        *" $1 "*) pod_json "slurm-worker-slinky-$1" "$2" worker "$3" "slurm-worker-slinky-$1" "slinky-$1" ;;
+        *) pod_json "slurm-worker-slinky-$1" "$2" worker "$3" "slinky-$1" ;;
+        esac
+}
+# The controller: recreates deleted pods; NEVER_READY names a worker whose
+# replacement never becomes Ready.
+controller() {
+        local n name uid i=0
+        while sleep 0.1; do
+                ctl GET /pods >"$WORK/pods.now" 2>/dev/null || continue
+                for n in 0 1 2 3; do
+                        name=slurm-worker-slinky-$n
+                        grep -q "\"slinky-$n\"" "$WORK/pods.json" || continue
+                        jq -e --arg n "$name" '.items[] | select(.metadata.name == $n)' \
+                                "$WORK/pods.now" >/dev/null && continue
+                        bash "$CLUSTER" replace-node "$slurm" "slinky-$n" >>"$WORK/controller.log" 2>&1
+                        i=$((i + 1))
+                        uid=$(printf '10000000-0000-0000-0000-%012d' "$i")
+                        if [ "$name" = "${NEVER_READY:-}" ]; then
+                                worker_json "$n" "$uid" False |
+                                        jq -c '.status.conditions[0].status = "False"'
+                        else
+                                worker_json "$n" "$uid" True
+                        fi | curl -sf -X POST "$CTL/pods" -H 'Content-Type: application/json' \
+                                --data-binary @- >/dev/null
+                done
+                if ! jq -e '.items[] | select(.metadata.labels["app.kubernetes.io/instance"] == "slinky-slurm-login-slinky")' \
+                        "$WORK/pods.now" >/dev/null; then
+                        i=$((i + 1))
+                        pod_json "slurm-login-slinky-r$i" "$(printf '20000000-0000-0000-0000-%012d' "$i")" login True |
+                                curl -sf -X POST "$CTL/pods" -H 'Content-Type: application/json' \
+                                        --data-binary @- >/dev/null
+                fi
+        done
+}
+start_controller() {
+        stop_controller
+        controller &
+        controller_pid=$!
+}
+
+controller_pid=
+stop_controller() {
+        [ -n "$controller_pid" ] || return 0
+        kill "$controller_pid" 2>/dev/null || true
+        wait "$controller_pid" 2>/dev/null || true
+        controller_pid=
+}
