@@ -25,7 +25,7 @@
 #    the README starts it, so the rollout sends no token of its own. The
 #    daemon's command lines run in a pod-like sandbox (own mount, PID and,
 #    where `ip` is there, network namespace) and are probed with the
-#    readiness command exactly as container/kubernetes/slinky-slurm-values*.yaml
+#    readiness command exactly as container/kubernetes/agent/*/{nodeset,loginset}.yaml
 #    write it; the /status jq filter of the real-cluster port-forward block
 #    is checked on their answer.
 #
@@ -513,14 +513,15 @@ case_rollout_ops() {
 # enroot files), PID namespace (a process named slurmd for
 # --target-process) and, where `ip` can bring its loopback up, network
 # namespace (the default :9100 is the pod's own). Each is probed with the
-# readinessProbe command of container/kubernetes/slinky-slurm-values.yaml,
+# readinessProbe command of container/kubernetes/agent/*/{nodeset,loginset}.yaml,
 # its /usr/bin/aicr-enroot-agent being the one on PATH.
 case_daemon() {
         local probe line n=0 netns=--net net filter
         probe=$(sed -n 's/^ *command: \[\/usr\/bin\/aicr-enroot-agent, \(--check.*\)\]$/\1/p' \
-                "$TOP_SRCDIR"/container/kubernetes/slinky-slurm-values*.yaml | sort -u)
+                "$TOP_SRCDIR"/container/kubernetes/agent/*/nodeset.yaml \
+                "$TOP_SRCDIR"/container/kubernetes/agent/*/loginset.yaml | sort -u)
         if [ "$(wc -l <<<"$probe")" != 1 ] || [ -z "$probe" ]; then
-                fail "container/kubernetes/slinky-slurm-values*.yaml: expected one readinessProbe command, written [/usr/bin/aicr-enroot-agent, --check, ...], in every file; found: '$probe'"
+                fail "container/kubernetes/agent/*/{nodeset,loginset}.yaml: expected one readinessProbe command, written [/usr/bin/aicr-enroot-agent, --check, ...], in every file; found: '$probe'"
                 return
         fi
         if ! unshare --mount --pid --fork --mount-proc true 2>"$WORK/unshare.err"; then
