@@ -1,20 +1,40 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# Installs the Debian packages that building, testing and CI need: the one list
-# of them. Does nothing (quickly) when every package is already installed.
-# Runs apt-get as root, through sudo when not root. Recommends are left out:
-# they would add services (prometheus-node-exporter) and debug packages.
+# Installs the Debian packages this project needs, from the lists below (the
+# only lists of them):
+#
+#   scripts/setup-deps.sh --build   building the agent: compiler, autotools,
+#                                   pkg-config and the -dev libraries
+#   scripts/setup-deps.sh --demo    --build, and what scripts/demo.sh runs
+#   scripts/setup-deps.sh [--all]   everything: --demo, and the test suite's,
+#                                   CI's and the benchmarks' tools (default)
+#
+# Does nothing (quickly) when every package is already installed. Runs apt-get
+# as root, through sudo when not root. Recommends are left out: they would add
+# services (prometheus-node-exporter) and debug packages.
 set -euo pipefail
 
-packages=(
-        # build
-        build-essential autoconf automake pkg-config xz-utils # xz: make dist(check)
+usage() {
+        sed -n '4,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+}
+
+# Building the agent (./configure && make).
+build_packages=(
+        build-essential autoconf automake pkg-config
         libsystemd-dev libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev libssl-dev
-        # tests and CI cells
+)
+# scripts/demo.sh, beyond the build: it reads /metrics and /status.
+demo_packages=(
+        curl jq
+)
+# The test suite (scripts/test.sh, .ci/run), the benchmarks and CI.
+test_packages=(
         libcmocka-dev bash valgrind cppcheck clang-format
+        xz-utils                 # make dist(check)
         jq                       # integration tests check the JSON output
         curl util-linux openssl  # tests talk HTTP(S), unshare mount namespaces, make a test CA
+        procps                   # kill(1): systemd-analyze verify checks the unit's ExecReload
         clang libclang-rt-14-dev # ASan/UBSan and libFuzzer runtimes
         llvm                     # llvm-symbolizer: sanitizer reports with file:line
         prometheus               # for promtool, which checks the metrics output
@@ -27,9 +47,39 @@ packages=(
         # a real multi-node Slurm on this machine (tests/tools/slurm-cluster.sh)
         slurmctld slurmd slurm-client munge
 )
-# npm installs the manifest checks' packages (scripts/setup-node-deps.sh). A
-# nodejs from outside Debian brings its own npm and conflicts with Debian's.
-command -v npm >/dev/null || packages+=(npm)
+# Kubernetes client tools the tests run (kubectl is Debian's kubernetes-client).
+test_kube_packages=(
+)
+
+set_name=all
+case ${1-} in
+--build) set_name=build ;;
+--demo) set_name=demo ;;
+"" | --all) ;;
+-h | --help)
+        usage
+        exit 0
+        ;;
+*)
+        echo "setup-deps: unknown option '$1'" >&2
+        usage >&2
+        exit 2
+        ;;
+esac
+(($# <= 1)) || { usage >&2; exit 2; }
+
+packages=("${build_packages[@]}")
+case $set_name in
+demo) packages+=("${demo_packages[@]}") ;;
+all)
+        packages+=("${demo_packages[@]}" "${test_packages[@]}" "${test_kube_packages[@]}")
+        # npm installs the manifest checks' packages (scripts/setup-node-deps.sh). A
+        # nodejs from outside Debian brings its own npm and conflicts with Debian's.
+        command -v npm >/dev/null || packages+=(npm)
+        ;;
+esac
+# One entry per package, in the order first listed.
+mapfile -t packages < <(printf '%s\n' "${packages[@]}" | awk '!seen[$0]++')
 
 # dpkg-query prints the installed ones and complains about the unknown ones.
 installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${packages[@]}" 2>/dev/null |
@@ -40,7 +90,7 @@ for p in "${packages[@]}"; do
 done
 
 if ((${#missing[@]} == 0)); then
-        echo "setup-deps: all ${#packages[@]} packages are installed"
+        echo "setup-deps: all ${#packages[@]} packages ($set_name) are installed"
         exit 0
 fi
 
@@ -54,7 +104,7 @@ if ((EUID != 0)); then
         sudo=(sudo)
 fi
 
-echo "setup-deps: installing ${missing[*]}"
+echo "setup-deps: installing ($set_name) ${missing[*]}"
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
         apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null

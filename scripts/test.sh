@@ -13,8 +13,9 @@
 #   fuzz       libFuzzer targets, FUZZ_SECONDS (default 20) each on their corpus
 #
 # Usage: scripts/test.sh [CELL...]   (default: all cells, in that order)
-# Every cell runs even when an earlier one fails; the exit status is 1 when
-# any failed. Needs the packages of scripts/setup-deps.sh.
+# First installs what is missing of scripts/setup-deps.sh's packages (all of
+# them: scripts/demo.sh installed only the build's and the demo's). Every cell
+# runs even when an earlier one fails; the exit status is 1 when any failed.
 
 # The cells are called as "cell_$name", which shellcheck cannot follow.
 # shellcheck disable=SC2317
@@ -186,6 +187,12 @@ for arg in "$@"; do
         esac
 done
 ((${#cells[@]} > 0)) || cells=("${all_cells[@]}")
+
+# Quick when everything is installed; apt-get (through sudo) otherwise.
+if ! bash "$top/scripts/setup-deps.sh" </dev/null; then
+        echo "test.sh: scripts/setup-deps.sh failed: the cells need its packages" >&2
+        exit 1
+fi
 
 summary=()
 failed=0
