@@ -9,6 +9,11 @@
 #   scripts/setup-deps.sh --demo    --build, and what scripts/demo.sh runs
 #   scripts/setup-deps.sh [--all]   everything: --demo, and the test suite's,
 #                                   CI's and the benchmarks' tools (default)
+#   scripts/setup-deps.sh --cross ARCH
+#                                   building for the Debian architecture ARCH
+#                                   (arm64) and running its unit tests under
+#                                   qemu-user (scripts/cross-build.sh); adds ARCH
+#                                   to dpkg's architectures when it is missing
 #
 # Does nothing (quickly) when every package is already installed. Runs apt-get
 # as root, through sudo when not root. Recommends are left out: they would add
@@ -16,13 +21,17 @@
 set -euo pipefail
 
 usage() {
-        sed -n '4,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+        sed -n '4,17s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
+# The libraries the agent links, as -dev packages (also for --cross ARCH).
+lib_packages=(
+        libsystemd-dev libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev libssl-dev
+)
 # Building the agent (./configure && make).
 build_packages=(
         build-essential autoconf automake pkg-config
-        libsystemd-dev libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev libssl-dev
+        "${lib_packages[@]}"
 )
 # scripts/demo.sh, beyond the build: it reads /metrics and /status.
 demo_packages=(
@@ -52,9 +61,16 @@ test_kube_packages=(
 )
 
 set_name=all
+cross_arch=
 case ${1-} in
 --build) set_name=build ;;
 --demo) set_name=demo ;;
+--cross)
+        set_name=cross
+        cross_arch=${2-}
+        [[ $cross_arch =~ ^[a-z0-9]+$ ]] || { usage >&2; exit 2; }
+        shift
+        ;;
 "" | --all) ;;
 -h | --help)
         usage
@@ -68,6 +84,7 @@ case ${1-} in
 esac
 (($# <= 1)) || { usage >&2; exit 2; }
 
+native_arch=$(dpkg --print-architecture)
 packages=("${build_packages[@]}")
 case $set_name in
 demo) packages+=("${demo_packages[@]}") ;;
@@ -77,16 +94,31 @@ all)
         # nodejs from outside Debian brings its own npm and conflicts with Debian's.
         command -v npm >/dev/null || packages+=(npm)
         ;;
+cross)
+        # Debian's cross compiler, qemu-user for the unit tests, and the
+        # libraries (and cmocka) of ARCH beside the native ones (multiarch);
+        # pkgconf:ARCH brings TRIPLET-pkg-config, which reads ARCH's .pc files;
+        # promtool (prometheus) checks the metrics the ARCH build renders.
+        packages+=("crossbuild-essential-$cross_arch" qemu-user-static bash prometheus)
+        for p in pkgconf "${lib_packages[@]}" libcmocka-dev; do
+                packages+=("$p:$cross_arch")
+        done
+        ;;
 esac
 # One entry per package, in the order first listed.
 mapfile -t packages < <(printf '%s\n' "${packages[@]}" | awk '!seen[$0]++')
 
-# dpkg-query prints the installed ones and complains about the unknown ones.
-installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${packages[@]}" 2>/dev/null |
-        awk '$2 == "installed" { print $1 }' || true)
+# dpkg-query prints the installed ones as NAME:ARCH and complains about the
+# unknown ones. A name without :ARCH means the native architecture (or all).
+installed=$(dpkg-query -W -f='${Package}:${Architecture} ${db:Status-Status}\n' "${packages[@]}" \
+        2>/dev/null | awk '$2 == "installed" { print $1 }' || true)
 missing=()
 for p in "${packages[@]}"; do
-        grep -qxF -- "$p" <<<"$installed" || missing+=("$p")
+        if [[ $p == *:* ]]; then
+                grep -qxF -- "$p" <<<"$installed" || missing+=("$p")
+        else
+                grep -qxF -e "$p:$native_arch" -e "$p:all" <<<"$installed" || missing+=("$p")
+        fi
 done
 
 if ((${#missing[@]} == 0)); then
@@ -105,6 +137,11 @@ if ((EUID != 0)); then
 fi
 
 echo "setup-deps: installing ($set_name) ${missing[*]}"
+if [[ -n $cross_arch && $cross_arch != "$native_arch" ]] &&
+        ! dpkg --print-foreign-architectures | grep -qxF "$cross_arch"; then
+        echo "setup-deps: adding the $cross_arch architecture to dpkg (multiarch)"
+        "${sudo[@]}" dpkg --add-architecture "$cross_arch"
+fi
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
         apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
