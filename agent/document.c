@@ -105,19 +105,9 @@ bool conf_key_is_accepted(const char *key) {
                 return true;
         }
 
-        /* MELLANOX_* and NVIDIA_*, which enroot's hooks read (DESIGN §5) */
-        p = startswith(key, "MELLANOX_");
-        if (!p)
-                p = startswith(key, "NVIDIA_");
-        if (p) {
-                if (!*p)
-                        return false;
-                for (; *p; p++)
-                        if (!is_name_char(*p))
-                                return false;
-                return true;
-        }
-
+        /* ^SSL_CERT_(DIR|FILE)$ and ^(all|no|http|https)_proxy$, and nothing
+         * else: MELLANOX_* and NVIDIA_* lines are skipped like any other key
+         * (enroot's hooks read those from the container environment, DESIGN §5). */
         return streq(key, "SSL_CERT_DIR") || streq(key, "SSL_CERT_FILE") ||
                streq(key, "all_proxy") || streq(key, "no_proxy") || streq(key, "http_proxy") ||
                streq(key, "https_proxy");

@@ -9,6 +9,9 @@ const char *const lint_job_scoped_keys[] = {
         "FI_PROVIDER", "NCCL_SOCKET_IFNAME", "NCCL_NVLS_ENABLE", "NCCL_MNNVL_ENABLE", NULL,
 };
 
+/* The keys enroot's config loader takes (DESIGN §5), as lint names them. */
+#define CONF_ACCEPTED_KEYS "ENROOT_*, SSL_CERT_DIR, SSL_CERT_FILE and all/no/http/https_proxy"
+
 static const char *const severity_names[_SEVERITY_MAX] = {
         [SEVERITY_ERROR] = "error",
         [SEVERITY_WARNING] = "warning",
@@ -156,18 +159,23 @@ static int lint_conf_line(Lint *out, const Document *d, const Line *l) {
                                    "the line starts with a separator, so it has no key and enroot "
                                    "ignores it");
                 case WHY_KEY_NOT_ACCEPTED:
+                        /* enroot's hooks read these from the container's
+                         * environment, where environ.d puts them (DESIGN §5). */
+                        if (startswith(l->key, "MELLANOX_") || startswith(l->key, "NVIDIA_"))
+                                return add(out, l->number, SEVERITY_WARNING, "ignored-key", l->key,
+                                           "enroot ignores %s (it reads only " CONF_ACCEPTED_KEYS
+                                           "): enroot's hooks read MELLANOX_* and NVIDIA_* from "
+                                           "the container environment, so set it in environ.d",
+                                           l->key);
                         sug = conf_key_suggest(l->key);
                         if (sug)
                                 return add(out, l->number, SEVERITY_WARNING, "ignored-key", l->key,
-                                           "enroot ignores %s (it reads only ENROOT_*, "
-                                           "MELLANOX_*, NVIDIA_*, SSL_CERT_DIR, SSL_CERT_FILE and "
-                                           "all/no/http/https_proxy): did you mean %s?",
+                                           "enroot ignores %s (it reads only " CONF_ACCEPTED_KEYS
+                                           "): did you mean %s?",
                                            l->key, sug);
                         return add(out, l->number, SEVERITY_WARNING, "ignored-key", l->key,
-                                   "enroot ignores %s (it reads only ENROOT_*, MELLANOX_*, "
-                                   "NVIDIA_*, SSL_CERT_DIR, SSL_CERT_FILE and "
-                                   "all/no/http/https_proxy): environment for containers "
-                                   "belongs in environ.d",
+                                   "enroot ignores %s (it reads only " CONF_ACCEPTED_KEYS
+                                   "): environment for containers belongs in environ.d",
                                    l->key);
                 default:
                         return 0;

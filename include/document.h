@@ -34,7 +34,7 @@ typedef enum LineKind {
 
 typedef enum LineWhy {
         WHY_NONE,
-        WHY_KEY_NOT_ACCEPTED, /* conf: key enroot's loader does not take (lowercase, other prefix) */
+        WHY_KEY_NOT_ACCEPTED, /* conf: key enroot's loader does not take (lowercase, NVIDIA_*, ...) */
         WHY_EXPORT,           /* conf: "export K=V": the key is "export" */
         WHY_NO_KEY,           /* conf: the line starts with a separator */
         WHY_MALFORMED,        /* env: not NAME=..., dropped */
@@ -105,7 +105,9 @@ DocType doc_type_from_name(const char *name);
 const char *doc_type_to_string(DocType t);
 DocType doc_type_from_string(const char *s);
 
-/* enroot.conf key rules (enroot's config loader). */
+/* enroot.conf key rules (enroot's config loader). True only for
+ * ^ENROOT_[[:upper:]_]+$, ^SSL_CERT_(DIR|FILE)$ and ^(all|no|http|https)_proxy$:
+ * every other line, MELLANOX_* and NVIDIA_* included, is skipped. */
 bool conf_key_is_accepted(const char *key);
 /* True for the known ENROOT_* settings (DESIGN §5). */
 bool conf_key_is_known(const char *key);

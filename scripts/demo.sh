@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# The README's first command: installs what is missing, builds, and shows the
-# agent at work on a built-in demo. A pod started with the shipped enroot
+# The README's first command: installs what is missing for building and for
+# this demo (scripts/setup-deps.sh --demo: not the test suite's tools), builds,
+# and shows the agent at work on a built-in demo. A pod started with the shipped enroot
 # ConfigMap; an operator then changes the ConfigMap. kubelet updates the
 # whole-directory projection (the same atomic writer sequence is replayed
 # here), but the pod's subPath files never refresh: the agent says which keys
@@ -12,7 +13,7 @@ set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$top"
 
-bash scripts/setup-deps.sh
+bash scripts/setup-deps.sh --demo
 if [[ ! -x configure || configure.ac -nt configure || Makefile.am -nt configure ]]; then
         autoreconf -fi
 fi

@@ -11,16 +11,18 @@
 #   cppcheck   static analysis of agent/ and include/
 #   format     clang-format --dry-run --Werror on every .c and .h
 #   fuzz       libFuzzer targets, FUZZ_SECONDS (default 20) each on their corpus
+#   cross      the arm64 build, its unit tests under qemu-user (scripts/cross-build.sh)
 #
 # Usage: scripts/test.sh [CELL...]   (default: all cells, in that order)
-# Every cell runs even when an earlier one fails; the exit status is 1 when
-# any failed. Needs the packages of scripts/setup-deps.sh.
+# First installs what is missing of scripts/setup-deps.sh's packages (all of
+# them: scripts/demo.sh installed only the build's and the demo's). Every cell
+# runs even when an earlier one fails; the exit status is 1 when any failed.
 
 # The cells are called as "cell_$name", which shellcheck cannot follow.
 # shellcheck disable=SC2317
 set -euo pipefail
 
-all_cells=(gcc distcheck asan valgrind cppcheck format fuzz)
+all_cells=(gcc distcheck asan valgrind cppcheck format fuzz cross)
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$top"
@@ -28,7 +30,7 @@ jobs=$(nproc)
 fuzz_seconds=${FUZZ_SECONDS:-20}
 
 usage() {
-        sed -n '4,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+        sed -n '4,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 # need COMMAND...: fails with a hint when a tool of scripts/setup-deps.sh is missing.
@@ -168,6 +170,11 @@ cell_fuzz() {
         make fuzz FUZZ_SECONDS="$fuzz_seconds"
 }
 
+# GB200 nodes are arm64: the cross build, and the unit tests under qemu-user.
+cell_cross() {
+        bash "$top/scripts/cross-build.sh" arm64
+}
+
 cells=()
 for arg in "$@"; do
         case $arg in
@@ -186,6 +193,12 @@ for arg in "$@"; do
         esac
 done
 ((${#cells[@]} > 0)) || cells=("${all_cells[@]}")
+
+# Quick when everything is installed; apt-get (through sudo) otherwise.
+if ! bash "$top/scripts/setup-deps.sh" </dev/null; then
+        echo "test.sh: scripts/setup-deps.sh failed: the cells need its packages" >&2
+        exit 1
+fi
 
 summary=()
 failed=0

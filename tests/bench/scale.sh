@@ -6,9 +6,11 @@
 # taking off the time of the same command on a one-key file (process start),
 # must stay flat: growth is linear. Files are read up to 1 MiB (a ConfigMap's
 # limit): an environ.d line "Knnnnnn=v" is 10 bytes, so 100,000 keys fit; an
-# enroot.conf line must name a key enroot uses ("NVIDIA_nnnnnn=1", 16 bytes),
-# so the cap binds at 65,536 keys: the largest conf file is cut to fit, and
-# one of 100,000 keys shows the too-large error path.
+# enroot.conf line must name a key enroot's loader takes, ^ENROOT_[[:upper:]_]+$
+# (no digits: the number is written in letters, "ENROOT_AAAAAB=1", 16 bytes;
+# each is an unknown-key warning for lint), so the cap binds at 65,536 keys:
+# the largest conf file is cut to fit, and one of 100,000 keys shows the
+# too-large error path.
 # diff: the running file has every tenth value changed.
 # Usage: scale.sh (through run.sh or make bench)
 . "$(dirname "$0")/lib.sh"
@@ -22,10 +24,21 @@ sizes=(10 100 1000 10000 100000)
 # gen TYPE N FILE [CHANGED]: N keys; CHANGED: every tenth value differs
 gen() {
         awk -v t="$1" -v n="$2" -v c="${4:-0}" 'BEGIN {
+                A = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
                 for (i = 0; i < n; i++) {
                         v = (c && i % 10 == 0) ? 2 : 1
-                        if (t == "env") printf "K%06d=%d\n", i, v
-                        else printf "NVIDIA_%06d=%d\n", i, v
+                        if (t == "env") {
+                                printf "K%06d=%d\n", i, v
+                                continue
+                        }
+                        # i in base 26, six letters
+                        k = ""
+                        x = i
+                        for (j = 0; j < 6; j++) {
+                                k = substr(A, x % 26 + 1, 1) k
+                                x = int(x / 26)
+                        }
+                        printf "ENROOT_%s=%d\n", k, v
                 }
         }' >"$3"
 }

@@ -43,10 +43,14 @@ static const Row rows[] = {
          ABSENT, 0},
         {"conf digits not accepted", DOC_CONF, "ENROOT_X1=1\n", "ENROOT_X1", ABSENT, 0},
         {"conf other prefix ignored", DOC_CONF, "NCCL_DEBUG=INFO\n", "NCCL_DEBUG", ABSENT, 0},
-        {"conf MELLANOX", DOC_CONF, "MELLANOX_VISIBLE_DEVICES=all\n", "MELLANOX_VISIBLE_DEVICES",
-         "all", 1},
-        {"conf NVIDIA", DOC_CONF, "NVIDIA_DRIVER_CAPABILITIES all\n", "NVIDIA_DRIVER_CAPABILITIES",
-         "all", 1},
+        /* config::init takes only ENROOT_, SSL_CERT_ and proxy keys; enroot's
+         * hooks read MELLANOX_* and NVIDIA_* from the container environment */
+        {"conf MELLANOX ignored", DOC_CONF, "MELLANOX_VISIBLE_DEVICES=all\n",
+         "MELLANOX_VISIBLE_DEVICES", ABSENT, 0},
+        {"conf NVIDIA ignored", DOC_CONF, "NVIDIA_DRIVER_CAPABILITIES all\n",
+         "NVIDIA_DRIVER_CAPABILITIES", ABSENT, 0},
+        {"conf NVIDIA before ENROOT_", DOC_CONF,
+         "NVIDIA_VISIBLE_DEVICES=all\nENROOT_MOUNT_HOME=no\n", "ENROOT_MOUNT_HOME", UNSET, 2},
         {"conf SSL_CERT_FILE", DOC_CONF, "SSL_CERT_FILE /c.pem\n", "SSL_CERT_FILE", "/c.pem", 1},
         {"conf SSL_CERT_PATH ignored", DOC_CONF, "SSL_CERT_PATH /c\n", "SSL_CERT_PATH", ABSENT, 0},
         {"conf https_proxy", DOC_CONF, "https_proxy http://p:3128\n", "https_proxy",
@@ -265,6 +269,22 @@ static void test_key_helpers(void **state) {
                      (const char *const[]){"nO", "0", "off", "fALSE", "", "n ", NULL};
              *v; v++)
                 assert_false(conf_value_is_false(*v));
+
+        /* enroot's config::init: ^ENROOT_[[:upper:]_]+$, ^SSL_CERT_(DIR|FILE)$,
+         * ^(all|no|http|https)_proxy$, nothing else */
+        for (const char *const *v =
+                     (const char *const[]){"ENROOT_MOUNT_HOME", "ENROOT_A_", "SSL_CERT_DIR",
+                                           "SSL_CERT_FILE", "all_proxy", "no_proxy", "http_proxy",
+                                           "https_proxy", NULL};
+             *v; v++)
+                assert_true(conf_key_is_accepted(*v));
+        for (const char *const *v =
+                     (const char *const[]){"ENROOT_", "ENROOT_X1", "ENROOT_a", "SSL_CERT_PATH",
+                                           "HTTP_PROXY", "ftp_proxy", "MELLANOX_VISIBLE_DEVICES",
+                                           "MELLANOX_", "NVIDIA_VISIBLE_DEVICES",
+                                           "NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_", NULL};
+             *v; v++)
+                assert_false(conf_key_is_accepted(*v));
 }
 
 int main(void) {

@@ -62,6 +62,13 @@ static const Row rows[] = {
          V1, V1, false, 1, FILE_INVALID, false, "lint error"},
         {"running invalid is drift", "enroot.conf", "ENROOT_MOUNT_HOME=yes\n", 0,
          "ENROOT_MOUNT_HOME=\"yes\n", 0, V1, V1, false, 1, FILE_DRIFTED, false, NULL},
+        /* enroot's loader skips NVIDIA_* and MELLANOX_* lines: no pod to replace */
+        {"NVIDIA_ line only", "enroot.conf",
+         "ENROOT_MOUNT_HOME=yes\nNVIDIA_DRIVER_CAPABILITIES=compute,utility\n", 0,
+         "ENROOT_MOUNT_HOME=yes\nNVIDIA_DRIVER_CAPABILITIES=all\n", 0, V2, V1, true, 0,
+         FILE_COSMETIC, true, NULL},
+        {"MELLANOX_ line only", "enroot.conf", "MELLANOX_VISIBLE_DEVICES=all\n", 0, "", 0, V2, V1,
+         true, 0, FILE_COSMETIC, true, NULL},
 };
 
 static void fill(const Row *r, EvalInput *in) {

@@ -36,6 +36,9 @@ static const Row rows[] = {
         {"export.conf", "1:warning:export", 0, 1},
         {"ignored-key.conf", "1:warning:ignored-key 2:warning:ignored-key 3:warning:ignored-key", 0,
          3},
+        /* enroot's hooks read MELLANOX_* and NVIDIA_* from the container environment */
+        {"hook-key.conf", "2:warning:ignored-key 3:warning:ignored-key 4:warning:ignored-key", 0,
+         3},
         {"unknown-key.conf", "1:warning:unknown-key 2:warning:unknown-key", 0, 2},
         {"duplicate-key.conf", "2:warning:duplicate-key 3:warning:duplicate-key", 0, 2},
         {"boolean-value.conf",

@@ -147,6 +147,24 @@ static bool have_pidfd_open(void) {
         return cached;
 }
 
+/* Whether statx() names the mount an inode came from (Linux >= 5.8). Without
+ * it, the agent falls back to the mountinfo entry on the path. qemu-user 7.2
+ * sets STATX_MNT_ID in the mask and leaves the ID 0. */
+static bool have_statx_mnt_id(void) {
+        static int cached = -1;
+
+        if (cached < 0) {
+                struct statx sx = {};
+
+                cached = statx(AT_FDCWD, "/", 0, STATX_MNT_ID, &sx) == 0 &&
+                         (sx.stx_mask & STATX_MNT_ID) && sx.stx_mnt_id != 0;
+                if (!cached)
+                        print_message("note: statx() gives no mount ID here: the mountinfo "
+                                      "fallback is tested in its place\n");
+        }
+        return cached;
+}
+
 /* The note a target-mode view of the real /proc carries here. */
 static void assert_target_note(const RunningView *v, const char *name) {
         _cleanup_free_ char *want = NULL;
@@ -155,12 +173,13 @@ static void assert_target_note(const RunningView *v, const char *name) {
                 assert_null(v->note);
                 return;
         }
+        /* empty (0 bytes) when only openat2() is missing */
         assert_true(asprintf(&want, "%s%s%s",
                              have_pidfd_open() ? ""
                                                : "pidfd_open() failed: Function not implemented: "
                                                  "the agent notices a restart of \"",
                              have_pidfd_open() ? "" : name,
-                             have_pidfd_open() ? "" : "\" only at the next resync") > 0);
+                             have_pidfd_open() ? "" : "\" only at the next resync") >= 0);
         if (!have_openat2()) {
                 char *w = NULL;
                 assert_true(asprintf(&w, "%s%s%s", want, *want ? "; " : "", WALK_NOTE) > 0);
@@ -642,9 +661,10 @@ static void test_target_fake_tree(void **state) {
         assert_content(&v->files[0], "inside\n");
         assert_content(&v->files[1], "ENROOT_MOUNT_HOME=yes\n");
         /* statx() says the file is not a mount root here, whatever a (fake)
-         * mountinfo claims about the path */
+         * mountinfo claims about the path; without a mount ID from statx(),
+         * the mountinfo entry on the path is all there is */
         assert_true(v->files[1].mount_known);
-        assert_false(v->files[1].mount_point);
+        assert_int_equal(v->files[1].mount_point, !have_statx_mnt_id());
         v = running_view_free(v);
 
         /* gone: the sentence a user needs */
