@@ -30,7 +30,7 @@ jobs=$(nproc)
 fuzz_seconds=${FUZZ_SECONDS:-20}
 
 usage() {
-        sed -n '4,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+        sed -n '4,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 # need COMMAND...: fails with a hint when a tool of scripts/setup-deps.sh is missing.
