@@ -76,10 +76,19 @@ static int put_file(StrBuf *b, const FileReport *f) {
 
 static int build_message(const Report *r, ConditionStatus status, char **ret) {
         StrBuf b = STRBUF_INIT(CONDITION_MAX_MESSAGE_BYTES);
+        _cleanup_free_ char *record = NULL;
         const char *tail = status == CONDITION_FALSE
                                    ? ". Replace the pod to run the ConfigMap's configuration."
                                    : ".";
-        size_t room = CONDITION_MAX_MESSAGE_BYTES - strlen(tail) - 32;
+        size_t room;
+
+        /* The record of what the workload runs comes last and whole, or not
+         * at all: the next agent process reads it back (workload.h). */
+        if (r && r->workload_checked && workload_record_format(r->workload, &record) < 0)
+                return -ENOMEM;
+        if (record && strlen(record) > CONDITION_MAX_RECORD_BYTES)
+                record = (free(record), NULL);
+        room = CONDITION_MAX_MESSAGE_BYTES - strlen(tail) - 32 - (record ? strlen(record) : 0);
 
         if (!r || !r->evaluated)
                 (void) strbuf_puts(&b, "The agent has not compared the files yet");
@@ -96,6 +105,8 @@ static int build_message(const Report *r, ConditionStatus status, char **ret) {
                 strbuf_done(&one);
         }
         (void) strbuf_puts(&b, tail);
+        if (record)
+                (void) strbuf_puts(&b, record);
         *ret = strbuf_steal(&b);
         return *ret ? 0 : -ENOMEM;
 }
@@ -143,6 +154,8 @@ int condition_from_report(const Report *r, const char *type, Condition *ret) {
                                                    : f->state == FILE_MISSING ? "FileMissing"
                                                    : f->state == FILE_UNREADABLE
                                                            ? "FileUnreadable"
+                                                   : f->state == FILE_UNVERIFIABLE
+                                                           ? "WorkloadUnverifiable"
                                                            : "EvaluationIncomplete";
                                 }
                         }

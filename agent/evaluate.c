@@ -247,7 +247,8 @@ int evaluate_file(const EvalInput *in, const FileReport *prev, uint64_t now_usec
                 if (!f.mount_version)
                         return -ENOMEM;
         }
-        f.superseded = is_superseded(in);
+        /* The agent's own mount says nothing about the workload's then. */
+        f.superseded = !in->unverifiable && is_superseded(in);
 
         /* A side that cannot be read decides the state; the desired side first:
          * without it nothing can be judged. */
@@ -256,7 +257,10 @@ int evaluate_file(const EvalInput *in, const FileReport *prev, uint64_t now_usec
                 r = set_detail(&f, "%s", in->running_unobservable);
         } else if (in->side[SIDE_DESIRED].error < 0)
                 r = side_detail(&f, &in->side[SIDE_DESIRED], &f.state);
-        else if (in->side[SIDE_RUNNING].error < 0)
+        else if (in->unverifiable) {
+                f.state = FILE_UNVERIFIABLE;
+                r = set_detail(&f, "%s", in->unverifiable);
+        } else if (in->side[SIDE_RUNNING].error < 0)
                 r = side_detail(&f, &in->side[SIDE_RUNNING], &f.state);
         else
                 r = evaluate_content(in, &f);

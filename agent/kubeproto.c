@@ -55,10 +55,11 @@ void kube_pod_done(KubePod *p) {
         free(p->uid);
         free(p->resource_version);
         json_decref(p->conditions);
+        json_decref(p->object);
         *p = (KubePod){};
 }
 
-int kube_pod_from_json(const json_t *pod, KubePod *ret, const char **ret_error) {
+int kube_pod_from_json(json_t *pod, KubePod *ret, const char **ret_error) {
         _cleanup_free_ char *uid = NULL, *rv = NULL;
         const json_t *meta, *status, *conditions, *v;
         json_t *list;
@@ -89,13 +90,16 @@ int kube_pod_from_json(const json_t *pod, KubePod *ret, const char **ret_error) 
         conditions = json_is_object(status) ? json_object_get(status, "conditions") : NULL;
         if (conditions && !json_is_array(conditions) && !json_is_null(conditions))
                 return fail(ret_error, "the pod's status.conditions is not a list");
-        /* A deep copy: the pod object may be large, and only this is kept. */
+        /* A deep copy: the pod object may be large, and only this is kept
+         * (the caller drops .object once it has looked at it). */
         list = json_is_array(conditions) ? json_deep_copy(conditions) : json_array();
         if (!list)
                 return -ENOMEM;
 
-        *ret = (KubePod){
-                .uid = TAKE_PTR(uid), .resource_version = TAKE_PTR(rv), .conditions = list};
+        *ret = (KubePod){.uid = TAKE_PTR(uid),
+                         .resource_version = TAKE_PTR(rv),
+                         .conditions = list,
+                         .object = json_incref(pod)};
         return 0;
 }
 

@@ -19,6 +19,7 @@
 #include "timeutil.h"
 #include "volume.h"
 #include "watcher.h"
+#include "workload.h"
 
 /* While the target process is absent, look for it this often: a restart of
  * the workload container must show up in seconds, not at the next resync. */
@@ -41,7 +42,19 @@ struct Manager {
         EvalCache (*parsed)[_SIDE_MAX]; /* each file's sides as last parsed */
         Report *report;
         uint64_t evaluations[_TRIGGER_MAX];
+        /* The workload containers and the versions they run (workload.h),
+         * NULL until the pod was read; kept only when checks_workload(). */
+        Workload *workload;
+        char *desired_version;       /* from the last read of the ConfigMap directory */
+        uint64_t desired_since_usec; /* when kubelet made it current */
 };
+
+/* The agent reads its own subPath mounts for the workload's (no
+ * --target-process) and sees its pod: it must then know which version the
+ * workload runs before it trusts them. */
+static bool checks_workload(const Manager *m) {
+        return m->options->kube_enabled && !m->options->target_process;
+}
 
 /* ---------------------------------------------------------------------------
  * Evaluation */
@@ -135,6 +148,41 @@ static void track_process(Manager *m, RunningView *view) {
         }
 }
 
+/* When the running side is the agent's own subPath mount, what the workload
+ * runs decides whether it stands for the workload's file (workload.h).
+ * Returns 1 when the workload was checked, 0 when not, -ENOMEM. */
+static int check_workload(const Manager *m, const RunningFile *rf, const VolumeSnapshot *snap,
+                          EvalInput *in, char *what_workload, size_t what_size,
+                          char **ret_unverifiable) {
+        int verdict;
+
+        if (!checks_workload(m) || !rf->mount_version || !snap || in->running_unobservable)
+                return 0;
+        verdict = workload_check(m->workload, rf->mount_version, snap->version, ret_unverifiable);
+        if (verdict < 0)
+                return verdict;
+        switch (verdict) {
+        case WORKLOAD_RUNS_DESIRED:
+                /* The workload runs the very version the ConfigMap shows:
+                 * its files are the ConfigMap's, whatever the agent's mount
+                 * holds. */
+                (void) snprintf(what_workload, what_size, "%s (ConfigMap version %s in the workload)",
+                                in->running_path, snap->version);
+                in->side[SIDE_RUNNING] = in->side[SIDE_DESIRED];
+                in->side[SIDE_RUNNING].what = what_workload;
+                in->nlink_known = false;
+                in->mount_version = NULL;
+                in->mount_deleted = false;
+                break;
+        case WORKLOAD_UNVERIFIABLE:
+                in->unverifiable = *ret_unverifiable;
+                break;
+        default:
+                break;
+        }
+        return 1;
+}
+
 static void fill_input(const Manager *m, size_t i, const VolumeSnapshot *snap, int dir_error,
                        const RunningView *view, char *what_desired, size_t what_size,
                        EvalInput *in) {
@@ -165,6 +213,26 @@ static void fill_input(const Manager *m, size_t i, const VolumeSnapshot *snap, i
                 .error = rf->error, .data = rf->content, .len = rf->size, .what = spec->path};
         for (int s = 0; s < _SIDE_MAX; s++)
                 in->cache[s] = &m->parsed[i][s];
+}
+
+/* Keeps the version the ConfigMap directory shows, and applies the
+ * start-time rule to workload containers not known yet. */
+static int remember_desired(Manager *m, const VolumeSnapshot *snap) {
+        const char *v = snap ? snap->version : NULL;
+
+        if (!streq_ptr(v, m->desired_version)) {
+                char *copy = v ? strdup(v) : NULL;
+
+                if (v && !copy)
+                        return -ENOMEM;
+                free(m->desired_version);
+                m->desired_version = copy;
+        }
+        m->desired_since_usec = snap ? snap->version_since_usec : 0;
+        if (!m->workload)
+                return 0;
+        return workload_resolve(m->workload, NULL, NULL, m->desired_version,
+                                m->desired_since_usec);
 }
 
 static int manager_evaluate(Manager *m, EvalTrigger trigger) {
@@ -220,18 +288,29 @@ static int manager_evaluate(Manager *m, EvalTrigger trigger) {
         }
         new->observable[SIDE_DESIRED] = dir_error == 0;
         new->observable[SIDE_RUNNING] = view->observable;
+        r = remember_desired(m, snap);
+        if (r < 0)
+                return log_oom();
 
         for (size_t i = 0; i < o->n_files; i++) {
                 const FileReport *prev = m->report ? &m->report->files[i] : NULL;
-                char what[512];
+                _cleanup_free_ char *unverifiable = NULL;
+                char what[512], what_workload[512];
                 EvalInput in;
 
                 fill_input(m, i, snap, dir_error, view, what, sizeof what, &in);
+                r = check_workload(m, &view->files[i], dir_error == 0 ? snap : NULL, &in,
+                                   what_workload, sizeof what_workload, &unverifiable);
+                if (r < 0)
+                        return log_oom();
+                new->workload_checked |= r > 0;
                 r = evaluate_file(&in, prev, now, &new->files[i]);
                 if (r < 0)
                         return log_oom();
                 new->n_files++;
         }
+        if (new->workload_checked && workload_copy(m->workload, &new->workload) < 0)
+                return log_oom();
         new->evaluated = true;
         new->evaluated_usec = now;
         new->pod = report_pod_state(new);
@@ -347,6 +426,75 @@ static int on_stop(sd_event_source *s, const struct signalfd_siginfo *si, void *
         return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
+/* One line per workload container whose instance or known version changed. */
+static void log_workload(const Workload *old, const Workload *new) {
+        if (new->problem) {
+                if (!old || !streq_ptr(old->problem, new->problem))
+                        log_warning("Cannot tell which container is the workload: %s.",
+                                    new->problem);
+                return;
+        }
+        for (size_t i = 0; i < new->n_containers; i++) {
+                const WorkloadContainer *c = &new->containers[i];
+                const WorkloadContainer *p = NULL;
+                char started[32];
+
+                for (size_t k = 0; old && k < old->n_containers; k++)
+                        if (streq(old->containers[k].name, c->name))
+                                p = &old->containers[k];
+                if (p && p->running == c->running && streq_ptr(p->container_id, c->container_id) &&
+                    streq_ptr(p->version, c->version))
+                        continue;
+                if (!c->running) {
+                        log_info("Workload container %s is not running.", c->name);
+                        continue;
+                }
+                condition_format_time(c->started_usec, started);
+                if (c->version)
+                        log_info("Workload container %s (%s, started %s) runs ConfigMap version "
+                                 "%s (known from: %s).",
+                                 c->name, c->container_id, started, c->version,
+                                 workload_source_to_string(c->source));
+                else
+                        log_warning("Workload container %s (%s, started %s) started before the "
+                                    "ConfigMap version the agent sees, and no record says which "
+                                    "version it runs.",
+                                    c->name, c->container_id, started);
+        }
+}
+
+/* The pod as the API server has it now: which containers are the workload,
+ * which instances run, and what the agent's condition recorded. */
+static void on_pod(const json_t *pod, void *userdata) {
+        Manager *m = userdata;
+        const Options *o = m->options;
+        _cleanup_(workload_freep) Workload *w = NULL;
+        _cleanup_(workload_record_done) WorkloadRecord record = {};
+        const json_t *conditions =
+                json_object_get(json_object_get(pod, "status"), "conditions");
+        const char *message = json_string_value(
+                json_object_get(condition_find(conditions, o->condition_type), "message"));
+        WorkloadConfig cfg = {.agent_container = o->agent_container,
+                              .names = (const char *const *) o->workload_containers,
+                              .paths = m->paths,
+                              .n_paths = o->n_files};
+
+        if (!checks_workload(m))
+                return;
+        if (workload_from_pod(pod, &cfg, &w) < 0 || workload_record_parse(message, &record) < 0 ||
+            workload_resolve(w, m->workload, &record, m->desired_version,
+                             m->desired_since_usec) < 0) {
+                (void) log_oom();
+                return;
+        }
+        if (workload_equal(m->workload, w))
+                return;
+        log_workload(m->workload, w);
+        workload_free(m->workload);
+        m->workload = TAKE_PTR(w);
+        (void) manager_evaluate(m, TRIGGER_POD);
+}
+
 /* ---------------------------------------------------------------------------
  * HTTP source */
 
@@ -387,6 +535,8 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->process_source);
         sd_event_unref(m->event);
         report_free(m->report);
+        workload_free(m->workload);
+        free(m->desired_version);
         mountinfo_cache_free(m->mountinfo);
         for (size_t i = 0; m->parsed && i < m->options->n_files; i++)
                 for (int s = 0; s < _SIDE_MAX; s++)
@@ -474,7 +624,9 @@ static int start_podsync(Manager *m) {
                                          .pod_namespace = ns,
                                          .pod_uid = o->pod_uid,
                                          .condition_type = o->condition_type,
-                                         .component = PACKAGE_NAME},
+                                         .component = PACKAGE_NAME,
+                                         .on_pod = on_pod,
+                                         .userdata = m},
                         &m->podsync);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the pod condition: %m");

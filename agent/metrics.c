@@ -21,6 +21,7 @@ static const char *const trigger_names[_TRIGGER_MAX] = {
         [TRIGGER_POLL] = "poll",         [TRIGGER_RESYNC] = "resync",
         [TRIGGER_SIGNAL] = "signal",     [TRIGGER_PROCESS] = "process",
         [TRIGGER_OVERFLOW] = "overflow",
+        [TRIGGER_POD] = "pod",
 };
 
 const char *const metrics_watch_modes[] = {"inotify", "poll", NULL};
@@ -242,7 +243,7 @@ static int render_config(Renderer *w, const Report *r) {
         if (k >= 0)
                 k = put_family(w, "aicr_enroot_config_state", "gauge",
                                "1 for the file's state: current, cosmetic, drifted, missing, "
-                               "unreadable, invalid or unknown.");
+                               "unreadable, invalid, unverifiable or unknown.");
         for (size_t i = 0; i < r->n_files && k >= 0; i++)
                 for (FileState s = 0; s < _FILE_STATE_MAX && k >= 0; s++) {
                         Label l[] = {{"file", file_key(&r->files[i])},
@@ -641,6 +642,40 @@ static json_t *file_json(const FileReport *f, StrBuf *scratch) {
         return TAKE_PTR(o);
 }
 
+/* What the agent knows of the workload containers (workload.h). */
+static json_t *workload_json(const Workload *w, StrBuf *scratch) {
+        _cleanup_(json_decrefp) json_t *o = json_object(), *list = json_array();
+
+        if (!o || !list)
+                return NULL;
+        for (size_t i = 0; w && i < w->n_containers; i++) {
+                const WorkloadContainer *c = &w->containers[i];
+                _cleanup_(json_decrefp) json_t *one = json_object();
+
+                if (!one ||
+                    set(one, "name", safe_json_string(scratch, c->name, METRICS_MAX_LABEL_BYTES)) <
+                            0 ||
+                    set(one, "running", json_boolean(c->running)) < 0 ||
+                    set(one, "container_id",
+                        safe_json_string(scratch, c->container_id, METRICS_MAX_LABEL_BYTES)) < 0 ||
+                    set(one, "started_at", c->running ? time_json(c->started_usec) : json_null()) <
+                            0 ||
+                    set(one, "version",
+                        safe_json_string(scratch, c->version, METRICS_MAX_LABEL_BYTES)) < 0 ||
+                    set(one, "known_from",
+                        c->version ? json_string(workload_source_to_string(c->source))
+                                   : json_null()) < 0 ||
+                    json_array_append_new(list, json_incref(one)) < 0)
+                        return NULL;
+        }
+        if (set(o, "pod_read", json_boolean(w != NULL)) < 0 ||
+            set(o, "problem",
+                safe_json_string(scratch, w ? w->problem : NULL, METRICS_MAX_BYTES)) < 0 ||
+            set(o, "containers", json_incref(list)) < 0)
+                return NULL;
+        return TAKE_PTR(o);
+}
+
 static json_t *status_json(const Report *r, const MetricsCounters *c, StrBuf *scratch) {
         static const Report empty = {.pod = POD_UNKNOWN};
         _cleanup_(json_decrefp) json_t *o = json_object(), *files = json_array(),
@@ -708,6 +743,8 @@ static json_t *status_json(const Report *r, const MetricsCounters *c, StrBuf *sc
                         return NULL;
         }
 
+        if (r->workload_checked && set(o, "workload", workload_json(r->workload, scratch)) < 0)
+                return NULL;
         if (set(o, "files", json_incref(files)) < 0)
                 return NULL;
         return TAKE_PTR(o);

@@ -42,6 +42,11 @@ const char options_help[] =
         "                            service account's namespace file)\n"
         "  --pod-uid UID             its UID (default $POD_UID): a replacement pod with the\n"
         "                            same name is never written to\n"
+        "  --agent-container NAME    the agent's own container in the pod (default\n"
+        "                            " OPTIONS_DEFAULT_AGENT_CONTAINER ")\n"
+        "  --workload-container NAME the container whose files the agent's own subPath\n"
+        "                            mounts stand for (repeatable; default: every other\n"
+        "                            container with a subPath mount at a --file path)\n"
         "\n"
         "  --check-config            validate the options and exit\n"
         "  --check                   ask the running agent's /readyz: exit 0 ready, 1 not\n"
@@ -100,6 +105,10 @@ void options_done(Options *o) {
         free(o->pod_name);
         free(o->pod_namespace);
         free(o->pod_uid);
+        free(o->agent_container);
+        for (size_t i = 0; i < o->n_workload_containers; i++)
+                free(o->workload_containers[i]);
+        free(o->workload_containers);
         *o = (Options){};
 }
 
@@ -287,8 +296,46 @@ static int set_defaults(Options *o) {
             set_string(&o->listen, OPTIONS_DEFAULT_LISTEN) < 0 ||
             set_string(&o->watch, "auto") < 0 ||
             set_string(&o->serviceaccount_dir, OPTIONS_DEFAULT_SERVICEACCOUNT_DIR) < 0 ||
-            set_string(&o->condition_type, CONDITION_DEFAULT_TYPE) < 0)
+            set_string(&o->condition_type, CONDITION_DEFAULT_TYPE) < 0 ||
+            set_string(&o->agent_container, OPTIONS_DEFAULT_AGENT_CONTAINER) < 0)
                 return -ENOMEM;
+        return 0;
+}
+
+/* A container name: an RFC 1123 label, as the API server checks it. */
+static bool container_name_is_valid(const char *s) {
+        size_t l = strlen(s);
+
+        if (l == 0 || l > 63 || s[0] == '-' || s[l - 1] == '-')
+                return false;
+        for (size_t i = 0; i < l; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+                        return false;
+        return true;
+}
+
+static int add_workload_container(Options *o, const char *arg, char **ret_error) {
+        char **list;
+
+        if (!container_name_is_valid(arg))
+                return fail(ret_error,
+                            "--workload-container: \"%s\" is not a container name (1 to 63 "
+                            "lowercase letters, digits or '-')",
+                            arg);
+        for (size_t i = 0; i < o->n_workload_containers; i++)
+                if (streq(o->workload_containers[i], arg))
+                        return fail(ret_error, "--workload-container: \"%s\" is named twice", arg);
+        if (o->n_workload_containers >= OPTIONS_MAX_WORKLOAD_CONTAINERS)
+                return fail(ret_error, "--workload-container: at most %u containers",
+                            OPTIONS_MAX_WORKLOAD_CONTAINERS);
+        list = reallocarray(o->workload_containers, o->n_workload_containers + 2, sizeof(char *));
+        if (!list)
+                return -ENOMEM;
+        o->workload_containers = list;
+        list[o->n_workload_containers] = strdup(arg);
+        if (!list[o->n_workload_containers])
+                return -ENOMEM;
+        list[++o->n_workload_containers] = NULL;
         return 0;
 }
 
@@ -363,6 +410,13 @@ static int parse_one(Options *o, int c, const char *arg, bool *default_files_lef
                 return set_pod_field("--pod-namespace", arg, &o->pod_namespace, ret_error);
         case 'u':
                 return set_pod_field("--pod-uid", arg, &o->pod_uid, ret_error);
+        case 'a':
+                if (!container_name_is_valid(arg))
+                        return fail(ret_error, "--agent-container: \"%s\" is not a container name "
+                                    "(1 to 63 lowercase letters, digits or '-')", arg);
+                return set_string(&o->agent_container, arg);
+        case 'W':
+                return add_workload_container(o, arg, ret_error);
         case 'T':
                 if (parse_number("--timeout", arg, 1, 60000, "milliseconds", &ms, ret_error) < 0)
                         return -EINVAL;
@@ -389,6 +443,8 @@ int options_parse(int argc, char **argv, Options *ret, char **ret_error) {
                 {"kube-api", required_argument, NULL, 'A'},
                 {"serviceaccount-dir", required_argument, NULL, 'S'},
                 {"condition-type", required_argument, NULL, 't'},
+                {"agent-container", required_argument, NULL, 'a'},
+                {"workload-container", required_argument, NULL, 'W'},
                 {"pod-name", required_argument, NULL, 'N'},
                 {"pod-namespace", required_argument, NULL, 'n'},
                 {"pod-uid", required_argument, NULL, 'u'},

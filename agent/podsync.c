@@ -29,6 +29,8 @@ struct PodSync {
         KubeClient *client;
         char *name, *namespace, *uid, *type, *component;
         char *pods_path; /* /api/v1/namespaces/NS/pods */
+        void (*on_pod)(const json_t *pod, void *userdata);
+        void *userdata;
 
         KubePod pod; /* the last state of the pod seen, when have_pod */
         bool have_pod;
@@ -308,6 +310,11 @@ static bool take_pod(PodSync *s, KubePod *pod) {
         s->pod = *pod;
         *pod = (KubePod){};
         s->have_pod = true;
+        if (s->on_pod)
+                s->on_pod(s->pod.object, s->userdata);
+        /* Only the conditions are kept: a pod object may be large. */
+        json_decref(s->pod.object);
+        s->pod.object = NULL;
         return true;
 }
 
@@ -884,6 +891,8 @@ int podsync_new(sd_event *e, KubeClient *client, const PodSyncConfig *cfg, PodSy
         s->namespace = strdup(cfg->pod_namespace);
         s->type = strdup(cfg->condition_type);
         s->component = strdup(cfg->component);
+        s->on_pod = cfg->on_pod;
+        s->userdata = cfg->userdata;
         if (cfg->pod_uid)
                 s->uid = strdup(cfg->pod_uid);
         if (!s->name || !s->namespace || !s->type || !s->component || (cfg->pod_uid && !s->uid))

@@ -4,7 +4,7 @@
 static const char *const file_state_names[_FILE_STATE_MAX] = {
         [FILE_CURRENT] = "current", [FILE_COSMETIC] = "cosmetic",     [FILE_DRIFTED] = "drifted",
         [FILE_MISSING] = "missing", [FILE_UNREADABLE] = "unreadable", [FILE_INVALID] = "invalid",
-        [FILE_UNKNOWN] = "unknown",
+        [FILE_UNVERIFIABLE] = "unverifiable", [FILE_UNKNOWN] = "unknown",
 };
 
 static const char *const pod_state_names[_POD_STATE_MAX] = {
@@ -48,6 +48,7 @@ Report *report_free(Report *r) {
                 file_report_done(&r->files[i]);
         free(r->files);
         free(r->desired_version);
+        workload_free(r->workload);
         free(r);
         return NULL;
 }

@@ -184,9 +184,13 @@ int volume_read(int dir_fd, const char *const *keys, size_t n_keys, size_t max_b
                 _cleanup_(volume_snapshot_freep) VolumeSnapshot *s = NULL;
                 _cleanup_free_ char *version = NULL, *again = NULL;
                 _cleanup_close_ int vfd = -EBADF;
-                struct stat st;
+                struct stat st, link_before = {}, link_after = {};
                 bool any_missing;
 
+                /* The link's inode changes at every flip: the same one before
+                 * and after the read is the one whose ctime dates version. */
+                if (fstatat(dir_fd, VOLUME_DATA_LINK, &link_before, AT_SYMLINK_NOFOLLOW) < 0)
+                        link_before = (struct stat){};
                 r = read_data_link(dir_fd, &version);
                 if (r < 0)
                         return r;
@@ -253,6 +257,13 @@ int volume_read(int dir_fd, const char *const *keys, size_t n_keys, size_t max_b
                         }
                 }
 
+                if (fstatat(dir_fd, VOLUME_DATA_LINK, &link_after, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    link_after.st_ino != link_before.st_ino) {
+                        log_debug("..data was replaced during the read of \"%s\".", version);
+                        continue;
+                }
+                s->version_since_usec = (uint64_t) link_after.st_ctim.tv_sec * 1000000u +
+                                        (uint64_t) link_after.st_ctim.tv_nsec / 1000u;
                 s->version = TAKE_PTR(version);
                 s->n_retries = attempt;
                 log_debug("Read %zu keys from version \"%s\" after %u retries.", n_keys, s->version,

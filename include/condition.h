@@ -13,9 +13,13 @@
 
 #include "condition-type.h"
 #include "state.h"
+#include "workload.h"
 
 /* A condition message is one bounded sentence; keys past the bound are counted. */
 #define CONDITION_MAX_MESSAGE_BYTES 1024u
+/* The workload record at its end takes at most this much of it; a longer one
+ * (many containers) is left out, and a restarted agent cannot use it. */
+#define CONDITION_MAX_RECORD_BYTES  480u
 
 typedef enum ConditionStatus {
         CONDITION_TRUE,

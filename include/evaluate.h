@@ -56,6 +56,10 @@ typedef struct EvalInput {
         /* Set when the running side cannot be looked at at all (no target
          * process, no permission): the file is unknown, and this says why. */
         const char *running_unobservable;
+        /* Set when the running side was read from the agent's own subPath
+         * mount and that may not be what the workload runs (workload.h): the
+         * file is unverifiable, and this says why. */
+        const char *unverifiable;
         /* Optional, one per side: see EvalCache. NULL: parse every time. */
         EvalCache *cache[_SIDE_MAX];
 } EvalInput;

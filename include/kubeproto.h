@@ -56,12 +56,13 @@ typedef struct KubePod {
         char *uid;              /* metadata.uid */
         char *resource_version; /* metadata.resourceVersion, NULL when absent */
         json_t *conditions;     /* status.conditions: an array (empty when absent), owned */
+        json_t *object;         /* the whole Pod, a reference: only until it was looked at */
 } KubePod;
 
 /* Reads the fields the agent needs from a Pod object. Returns 0, -EBADMSG
  * (not an object, no metadata.uid, conditions not an array; *ret_error says
  * which, when ret_error is not NULL), -ENOMEM. */
-int kube_pod_from_json(const json_t *pod, KubePod *ret, const char **ret_error);
+int kube_pod_from_json(json_t *pod, KubePod *ret, const char **ret_error);
 /* Same from response bytes. */
 int kube_pod_parse(const char *data, size_t len, KubePod *ret, const char **ret_error);
 void kube_pod_done(KubePod *p);

@@ -45,6 +45,7 @@ typedef enum EvalTrigger {
         TRIGGER_SIGNAL,   /* SIGHUP */
         TRIGGER_PROCESS,  /* the target process appeared, restarted or vanished */
         TRIGGER_OVERFLOW, /* IN_Q_OVERFLOW: events were lost, look again */
+        TRIGGER_POD,      /* the workload containers changed (a restart, a new ID) */
         _TRIGGER_MAX,
         _TRIGGER_INVALID = -1,
 } EvalTrigger;

@@ -41,6 +41,11 @@ typedef enum KubeMode {
         KUBE_OFF,
 } KubeMode;
 
+/* The agent's container name in the manifests this project ships. */
+#define OPTIONS_DEFAULT_AGENT_CONTAINER "aicr-enroot-agent"
+/* Workload containers one --workload-container list may name. */
+#define OPTIONS_MAX_WORKLOAD_CONTAINERS 8u
+
 typedef struct FileSpec {
         char *key;  /* ConfigMap key, e.g. "enroot.conf" */
         char *path; /* absolute path in the workload container */
@@ -69,6 +74,9 @@ typedef struct Options {
         char *pod_name;           /* --pod-name, else POD_NAME */
         char *pod_namespace;      /* --pod-namespace, else POD_NAMESPACE, else the SA dir's */
         char *pod_uid;            /* --pod-uid, else POD_UID, else learnt from the first read */
+        char *agent_container;    /* --agent-container, default "aicr-enroot-agent" */
+        char **workload_containers; /* --workload-container NAME, NULL-terminated; NULL: auto */
+        size_t n_workload_containers;
         bool kube_enabled;        /* decided by options_apply_environment() */
         const char *kube_disabled_reason; /* static: why auto mode stays off, or NULL */
 } Options;

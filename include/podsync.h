@@ -53,6 +53,12 @@ typedef struct PodSyncConfig {
         const char *pod_uid;        /* NULL: taken from the first read of the pod */
         const char *condition_type; /* validated by the caller */
         const char *component;      /* the Events' source.component */
+        /* Called with each new state of the pod (the first read, then every
+         * watch event that is not older), before the condition is compared
+         * and written: a callback that calls podsync_update() has its
+         * condition sent with this turn's. pod is borrowed for the call. */
+        void (*on_pod)(const json_t *pod, void *userdata);
+        void *userdata;
 } PodSyncConfig;
 
 typedef struct PodSync PodSync;

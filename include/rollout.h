@@ -26,6 +26,9 @@
  * LabelNodeSetPodHostname): under hostNetwork it follows the Kubernetes
  * node, not spec.hostname (DESIGN §4). */
 #define ROLLOUT_HOSTNAME_LABEL "nodeset.slinky.slurm.net/pod-hostname"
+/* The agent's condition reason when it cannot see which ConfigMap version the
+ * workload runs (workload.h): such a pod is replaced like a drifted one. */
+#define ROLLOUT_UNVERIFIABLE_REASON "WorkloadUnverifiable"
 /* Pods of one role considered; more is refused. */
 #define ROLLOUT_MAX_PODS       65536u
 
@@ -36,7 +39,7 @@ typedef enum RolloutRole {
 } RolloutRole;
 
 typedef enum PodVerdict {
-        VERDICT_STALE,   /* the agent says False: replace it */
+        VERDICT_STALE,   /* the agent says False, or Unknown WorkloadUnverifiable: replace it */
         VERDICT_CURRENT, /* True: never touched */
         VERDICT_UNKNOWN, /* Unknown, or no condition (no agent): not replaced, reported */
         _VERDICT_MAX,

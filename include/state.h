@@ -13,6 +13,7 @@
 
 #include "diff.h"
 #include "lint.h"
+#include "workload.h"
 
 /* At most this many per-key change records are kept per file; the rest are
  * counted in FileReport.n_changes_dropped (and in a metric). */
@@ -25,6 +26,7 @@ typedef enum FileState {
         FILE_MISSING,    /* the ConfigMap lacks the key, or the running file does not exist */
         FILE_UNREADABLE, /* a side exists but cannot be read (permission, type, size) */
         FILE_INVALID, /* the ConfigMap's version has lint errors: enroot would refuse or misread it */
+        FILE_UNVERIFIABLE, /* the agent's own mount may not be the workload's (workload.h) */
         FILE_UNKNOWN, /* not evaluated yet */
         _FILE_STATE_MAX,
         _FILE_STATE_INVALID = -1,
@@ -75,6 +77,11 @@ typedef struct Report {
         bool evaluated;             /* a full evaluation has completed */
         bool observable[_SIDE_MAX]; /* the side could be looked at (directory, process) */
         uint64_t evaluated_usec;    /* CLOCK_REALTIME of the last evaluation */
+        /* The workload containers and the versions they run, when the agent
+         * reads its own subPath mounts and keeps a pod condition; else NULL.
+         * workload_checked says the files were checked against it. */
+        Workload *workload;
+        bool workload_checked;
 } Report;
 
 Report *report_free(Report *r);

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "macro.h"
 
@@ -55,6 +56,11 @@ typedef struct VolumeSnapshot {
         /* The ..data target the keys were read from (an opaque version id,
          * never a date), or NULL when DIR has no ..data (plain directory). */
         char *version;
+        /* When ..data was made to name it: the ctime of the ..data link
+         * (rename(2) sets it), CLOCK_REALTIME microseconds; 0 when unknown
+         * or plain. The start-time rule of workload.h compares it with the
+         * workload containers' start times. */
+        uint64_t version_since_usec;
         /* How many times the read started over because the version vanished. */
         unsigned n_retries;
         VolumeFile *files; /* one per key, in the order asked */

@@ -14,6 +14,43 @@
 
 #include "condition.h"
 #include "kubeproto.h"
+#include "workload.h"
+
+/* The workload containers of a pod and the record in its condition: never
+ * more containers than the bound, a record that reads back the same, a
+ * verdict in range. */
+static void check_workload(const json_t *pod) {
+        static const char *const paths[] = {"/etc/enroot/enroot.conf"};
+        static const WorkloadConfig cfg = {
+                .agent_container = "aicr-enroot-agent", .paths = paths, .n_paths = 1};
+        const json_t *c = condition_find(
+                json_object_get(json_object_get(pod, "status"), "conditions"), "EnrootConfigCurrent");
+        WorkloadRecord rec = {}, again = {};
+        Workload *w = NULL;
+        char *text = NULL, *detail = NULL;
+        int v;
+
+        if (workload_record_parse(json_string_value(json_object_get(c, "message")), &rec) < 0)
+                return;
+        if (workload_from_pod(pod, &cfg, &w) == 0) {
+                if (w->n_containers > WORKLOAD_MAX_CONTAINERS || (w->problem && w->n_containers))
+                        abort();
+                if (workload_resolve(w, NULL, &rec, "..2026_01_01_00_00_00.1", 1000000u) == 0 &&
+                    workload_record_format(w, &text) == 0 && *text) {
+                        if (workload_record_parse(text, &again) == 0 &&
+                            again.n_entries == 0)
+                                abort(); /* what an agent writes, an agent reads */
+                        workload_record_done(&again);
+                }
+                v = workload_check(w, "..2026_01_01_00_00_00.1", "..2026_01_01_00_00_00.1", &detail);
+                if (v >= _WORKLOAD_VERDICT_MAX || (v == WORKLOAD_UNVERIFIABLE && v >= 0 && !detail))
+                        abort();
+                free(detail);
+                free(text);
+                workload_free(w);
+        }
+        workload_record_done(&rec);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -89,6 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                 check_status(&status);
                         } else if (kube_pod_from_json(ev.object, &pod, NULL) == 0) {
                                 check_pod(&pod);
+                                check_workload(ev.object);
                                 kube_pod_done(&pod);
                         }
                         kube_watch_event_done(&ev);

@@ -13,6 +13,8 @@
 WSEL=app.kubernetes.io/instance=slinky-slurm-worker-slinky
 LSEL=app.kubernetes.io/instance=slinky-slurm-login-slinky
 # pod_json NAME UID ROLE CONDITION-STATUS [HOSTNAME [HOSTNETWORK-NODE]]
+# (Unknown comes with the reason WorkloadUnverifiable: the agent restarted
+# after an update and cannot see what slurmd runs.)
 # Worker pods are shaped as Slinky's NodeSet controller makes them
 # (StatefulSet mode): spec.hostname, and the labels it sets, among them
 # nodeset.slinky.slurm.net/pod-hostname, the Slurm node name: spec.hostname,
@@ -21,6 +23,7 @@ LSEL=app.kubernetes.io/instance=slinky-slurm-login-slinky
 pod_json() {
         local reason=ConfigCurrent label=${WSEL#*=}
         [ "$4" = False ] && reason=ConfigDrifted
+        [ "$4" = Unknown ] && reason=WorkloadUnverifiable
         [ "$3" = login ] && label=${LSEL#*=}
         jq -nc --arg name "$1" --arg uid "$2" --arg lbl "$label" --arg status "$4" \
                 --arg reason "$reason" --arg host "${5:-}" --arg hostnet "${6:-}" --arg ns "$NS" \

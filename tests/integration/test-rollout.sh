@@ -112,6 +112,16 @@ expect_rc 0 "apply, nothing stale"
 [ -z "$(deletes)" ] && pass || fail "pods deleted with nothing stale: $(deletes)"
 wait_for 10 all_idle && pass || fail "nodes touched: $(sinfo -N)"
 
+# --- an agent that cannot see what slurmd runs: the pod is replaced ------------------
+section "an agent that cannot see what slurmd runs"
+start_pods "0:True 1:Unknown 2:True 3:True" True
+rollout plan --format json
+expect_rc 1 "plan with an unverifiable pod"
+[ "$(jq -r '.pods[] | select(.name == "slurm-worker-slinky-1") | "\(.verdict) \(.why) \(.action)"' "$WORK/out")" = \
+        "stale WorkloadUnverifiable replace" ] && pass || fail "unverifiable pod: $(jq -c '.pods' "$WORK/out")"
+[ "$(jq -r '[.pods[] | select(.action == "replace") | .name] | join(" ")' "$WORK/out")" = slurm-worker-slinky-1 ] &&
+        pass || fail "only the unverifiable pod is replaced: $(jq -c '.pods' "$WORK/out")"
+
 # --- a node drained beforehand for another reason: stop, change nothing ---------------
 section "a node drained beforehand for another reason: stop, change nothing"
 start_pods "0:True 1:False 2:True 3:False" True

@@ -71,6 +71,10 @@
  * ConfigMaps, and every other resource and subresource: RBAC objects,
  * access reviews, logs, exec and port-forward get 404.
  *
+ * Container statuses are the test's to set (the control port's
+ * container-statuses, checked the way kubelet writes them), never kubelet's:
+ * nothing here starts, restarts or times containers.
+ *
  * The control port (plain HTTP, 127.0.0.1) drives the test; its endpoints are
  * listed in the "control port" section below: fault injection, operator-style
  * rewrites, replacement pods, the request log. Faults apply before
@@ -2762,6 +2766,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
  *                                      body: [conditions] or {"conditions":[..]};
  *                                      replaces the whole list, as Slinky's
  *                                      operator does from its cache (MODIFIED)
+ *   POST   /pods/NAME/container-statuses
+ *                                      body: {"containerStatuses":[..],
+ *                                      "initContainerStatuses":[..]}, either or
+ *                                      both: replaces those lists, as kubelet
+ *                                      does when a container (re)starts
+ *                                      (MODIFIED); names must be the spec's
  *   POST   /faults                     body: one fault or a list, appended:
  *                                      {"match":{"method","path","path_prefix",
  *                                      "watch"},"status","retry_after","count",
@@ -2895,6 +2905,92 @@ static enum MHD_Result control_rewrite(Server *s, Request *r, const char *name) 
         return queue_json(r->connection, 200, json_incref(pod), -1);
 }
 
+/* What kubelet checks in the container statuses it writes: a name of the
+ * spec's matching list (containers, or initContainers), one state at most,
+ * and a start time in RFC 3339 when running. */
+static const char *check_container_statuses(const json_t *pod, const char *spec_field,
+                                            const json_t *list) {
+        const json_t *spec = json_object_get(json_object_get(pod, "spec"), spec_field), *x;
+        size_t i;
+
+        if (!json_is_array(list))
+                return "must be a list";
+        json_array_foreach(list, i, x) {
+                const char *name = json_string_value(json_object_get(x, "name"));
+                const json_t *state = json_object_get(x, "state"), *running, *c;
+                bool known = false;
+                size_t k;
+
+                if (!json_is_object(x) || !name)
+                        return "each entry must be an object with a name";
+                json_array_foreach(spec, k, c) {
+                        const char *n = json_string_value(json_object_get(c, "name"));
+                        known |= n && streq(n, name);
+                }
+                if (!known)
+                        return "names a container the pod spec does not have";
+                if (state && (!json_is_object(state) || json_object_size(state) > 1))
+                        return "state must be an object with at most one of waiting, running, "
+                               "terminated";
+                running = json_object_get(state, "running");
+                if (running && json_object_get(running, "startedAt") &&
+                    !is_rfc3339(json_string_value(json_object_get(running, "startedAt"))))
+                        return "state.running.startedAt must be an RFC 3339 time";
+        }
+        return NULL;
+}
+
+/* POST /pods/NAME/container-statuses: kubelet's status update of the
+ * containers (a restart: a new containerID and startedAt). */
+static enum MHD_Result control_container_statuses(Server *s, Request *r, const char *name) {
+        static const struct {
+                const char *field, *spec;
+        } lists[] = {
+                {"containerStatuses", "containers"},
+                {"initContainerStatuses", "initContainers"},
+        };
+        _cleanup_free_ char *error = NULL;
+        _cleanup_(json_decrefp) json_t *body = control_body(r, &error);
+        json_t *pod = json_object_get(s->pods, name), *status;
+        bool any = false;
+
+        if (!pod)
+                return control_error(r, 404, "no pod \"%s\"", name);
+        if (!json_is_object(body))
+                return control_error(r, 400, "%s",
+                                     error ? error
+                                           : "expected {\"containerStatuses\": [..], "
+                                             "\"initContainerStatuses\": [..]}");
+        status = json_deep_copy(json_object_get(pod, "status"));
+        if (!json_is_object(status)) {
+                json_decref(status);
+                status = json_object();
+        }
+        for (size_t i = 0; i < ELEMENTSOF(lists); i++) {
+                json_t *list = json_object_get(body, lists[i].field);
+                const char *why;
+
+                if (!list)
+                        continue;
+                why = check_container_statuses(pod, lists[i].spec, list);
+                if (why) {
+                        json_decref(status);
+                        return control_error(r, 400, "%s: %s", lists[i].field, why);
+                }
+                json_object_set(status, lists[i].field, list);
+                any = true;
+        }
+        if (!any || json_object_size(body) !=
+                            (size_t) !!json_object_get(body, lists[0].field) +
+                                    (size_t) !!json_object_get(body, lists[1].field)) {
+                json_decref(status);
+                return control_error(r, 400, "only containerStatuses and initContainerStatuses "
+                                             "are set here");
+        }
+        server_set_status(s, pod, status);
+        return queue_json(r->connection, 200, json_incref(pod), -1);
+}
+
 static enum MHD_Result control_post_pod(Server *s, Request *r) {
         _cleanup_free_ char *error = NULL;
         _cleanup_(json_decrefp) json_t *pod = control_body(r, &error);
@@ -2950,6 +3046,11 @@ static enum MHD_Result on_control_process(Server *s, Request *r) {
                         _cleanup_free_ char *n = strndup(name, (size_t) (slash - name));
 
                         return n ? control_rewrite(s, r, n) : MHD_NO;
+                }
+                if (slash && streq(slash, "/container-statuses") && streq(m, "POST")) {
+                        _cleanup_free_ char *n = strndup(name, (size_t) (slash - name));
+
+                        return n ? control_container_statuses(s, r, n) : MHD_NO;
                 }
                 if (!slash && streq(m, "GET")) {
                         json_t *pod = json_object_get(s->pods, name);

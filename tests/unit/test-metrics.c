@@ -568,8 +568,8 @@ static void test_names(void **state) {
         assert_null(strstr(text, "ENROOT_REMAP_ROOT"));
         /* the current file has no drift start */
         assert_null(strstr(text, "drift_start_timestamp_seconds{file=\"99-aicr"));
-        /* seven states per file, one of them 1 */
-        assert_int_equal(count_lines_starting(text, "aicr_enroot_config_state{"), 14);
+        /* eight states per file, one of them 1 */
+        assert_int_equal(count_lines_starting(text, "aicr_enroot_config_state{"), 16);
         /* every family has HELP and TYPE */
         assert_int_equal(count_lines_starting(text, "# HELP "),
                          count_lines_starting(text, "# TYPE "));

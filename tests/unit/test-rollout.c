@@ -30,6 +30,15 @@ static const PodRow pod_rows[] = {
          "{\"metadata\":{\"name\":\"w-0\",\"uid\":\"u0\"},\"spec\":{\"hostname\":\"slinky-0\"},"
          "\"status\":{\"conditions\":[" READY "," COND("False", "ConfigDrifted") "]}}",
          ROLE_WORKER, true, 0, "slinky-0", VERDICT_STALE, "ConfigDrifted", true, false},
+        /* the agent cannot see what the workload runs: only a new pod does */
+        {"unverifiable worker is replaced",
+         "{\"metadata\":{\"name\":\"w-0\",\"uid\":\"u0\"},\"status\":{\"conditions\":[" COND(
+                 "Unknown", "WorkloadUnverifiable") "]}}",
+         ROLE_WORKER, true, 0, "w-0", VERDICT_STALE, "WorkloadUnverifiable", false, false},
+        {"other Unknown reasons are not",
+         "{\"metadata\":{\"name\":\"w-0\",\"uid\":\"u0\"},\"status\":{\"conditions\":[" COND(
+                 "Unknown", "FileMissing") "]}}",
+         ROLE_WORKER, true, 0, "w-0", VERDICT_UNKNOWN, "FileMissing", false, false},
         {"hostname ignored with --node-name pod",
          "{\"metadata\":{\"name\":\"w-0\",\"uid\":\"u0\"},\"spec\":{\"hostname\":\"slinky-0\"}}",
          ROLE_WORKER, false, 0, "w-0", VERDICT_UNKNOWN, "no EnrootConfigCurrent", false, false},
