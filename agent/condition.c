@@ -152,8 +152,7 @@ int condition_from_report(const Report *r, const char *type, Condition *ret) {
                                         c.status = CONDITION_UNKNOWN;
                                         c.reason = f->state == FILE_INVALID   ? "ConfigMapInvalid"
                                                    : f->state == FILE_MISSING ? "FileMissing"
-                                                   : f->state == FILE_UNREADABLE
-                                                           ? "FileUnreadable"
+                                                   : f->state == FILE_UNREADABLE ? "FileUnreadable"
                                                    : f->state == FILE_UNVERIFIABLE
                                                            ? "WorkloadUnverifiable"
                                                            : "EvaluationIncomplete";

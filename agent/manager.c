@@ -166,8 +166,9 @@ static int check_workload(const Manager *m, const RunningFile *rf, const VolumeS
                 /* The workload runs the very version the ConfigMap shows:
                  * its files are the ConfigMap's, whatever the agent's mount
                  * holds. */
-                (void) snprintf(what_workload, what_size, "%s (ConfigMap version %s in the workload)",
-                                in->running_path, snap->version);
+                (void) snprintf(what_workload, what_size,
+                                "%s (ConfigMap version %s in the workload)", in->running_path,
+                                snap->version);
                 in->side[SIDE_RUNNING] = in->side[SIDE_DESIRED];
                 in->side[SIDE_RUNNING].what = what_workload;
                 in->nlink_known = false;
@@ -231,8 +232,7 @@ static int remember_desired(Manager *m, const VolumeSnapshot *snap) {
         m->desired_since_usec = snap ? snap->version_since_usec : 0;
         if (!m->workload)
                 return 0;
-        return workload_resolve(m->workload, NULL, NULL, m->desired_version,
-                                m->desired_since_usec);
+        return workload_resolve(m->workload, NULL, NULL, m->desired_version, m->desired_since_usec);
 }
 
 static int manager_evaluate(Manager *m, EvalTrigger trigger) {
@@ -470,8 +470,7 @@ static void on_pod(const json_t *pod, void *userdata) {
         const Options *o = m->options;
         _cleanup_(workload_freep) Workload *w = NULL;
         _cleanup_(workload_record_done) WorkloadRecord record = {};
-        const json_t *conditions =
-                json_object_get(json_object_get(pod, "status"), "conditions");
+        const json_t *conditions = json_object_get(json_object_get(pod, "status"), "conditions");
         const char *message = json_string_value(
                 json_object_get(condition_find(conditions, o->condition_type), "message"));
         WorkloadConfig cfg = {.agent_container = o->agent_container,
@@ -482,8 +481,8 @@ static void on_pod(const json_t *pod, void *userdata) {
         if (!checks_workload(m))
                 return;
         if (workload_from_pod(pod, &cfg, &w) < 0 || workload_record_parse(message, &record) < 0 ||
-            workload_resolve(w, m->workload, &record, m->desired_version,
-                             m->desired_since_usec) < 0) {
+            workload_resolve(w, m->workload, &record, m->desired_version, m->desired_since_usec) <
+                    0) {
                 (void) log_oom();
                 return;
         }

@@ -20,8 +20,7 @@ static const char *const trigger_names[_TRIGGER_MAX] = {
         [TRIGGER_STARTUP] = "startup",   [TRIGGER_INOTIFY] = "inotify",
         [TRIGGER_POLL] = "poll",         [TRIGGER_RESYNC] = "resync",
         [TRIGGER_SIGNAL] = "signal",     [TRIGGER_PROCESS] = "process",
-        [TRIGGER_OVERFLOW] = "overflow",
-        [TRIGGER_POD] = "pod",
+        [TRIGGER_OVERFLOW] = "overflow", [TRIGGER_POD] = "pod",
 };
 
 const char *const metrics_watch_modes[] = {"inotify", "poll", NULL};
@@ -669,8 +668,8 @@ static json_t *workload_json(const Workload *w, StrBuf *scratch) {
                         return NULL;
         }
         if (set(o, "pod_read", json_boolean(w != NULL)) < 0 ||
-            set(o, "problem",
-                safe_json_string(scratch, w ? w->problem : NULL, METRICS_MAX_BYTES)) < 0 ||
+            set(o, "problem", safe_json_string(scratch, w ? w->problem : NULL, METRICS_MAX_BYTES)) <
+                    0 ||
             set(o, "containers", json_incref(list)) < 0)
                 return NULL;
         return TAKE_PTR(o);

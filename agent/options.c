@@ -412,8 +412,10 @@ static int parse_one(Options *o, int c, const char *arg, bool *default_files_lef
                 return set_pod_field("--pod-uid", arg, &o->pod_uid, ret_error);
         case 'a':
                 if (!container_name_is_valid(arg))
-                        return fail(ret_error, "--agent-container: \"%s\" is not a container name "
-                                    "(1 to 63 lowercase letters, digits or '-')", arg);
+                        return fail(ret_error,
+                                    "--agent-container: \"%s\" is not a container name "
+                                    "(1 to 63 lowercase letters, digits or '-')",
+                                    arg);
                 return set_string(&o->agent_container, arg);
         case 'W':
                 return add_workload_container(o, arg, ret_error);

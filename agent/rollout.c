@@ -94,14 +94,15 @@ int rollout_pod_from_json(const json_t *pod, RolloutRole role, const char *condi
                 if (!p.node)
                         return -ENOMEM;
         }
-        p.verdict = !status                  ? VERDICT_UNKNOWN
-                    : streq(status, "False") ? VERDICT_STALE
-                    : streq(status, "True")  ? VERDICT_CURRENT
-                    /* The agent cannot see what the workload runs (it restarted
+        p.verdict =
+                !status                  ? VERDICT_UNKNOWN
+                : streq(status, "False") ? VERDICT_STALE
+                : streq(status, "True")  ? VERDICT_CURRENT
+                /* The agent cannot see what the workload runs (it restarted
                      * after an update): only a new pod runs a known version. */
-                    : streq(status, "Unknown") && reason && streq(reason, ROLLOUT_UNVERIFIABLE_REASON)
-                            ? VERDICT_STALE
-                            : VERDICT_UNKNOWN;
+                : streq(status, "Unknown") && reason && streq(reason, ROLLOUT_UNVERIFIABLE_REASON)
+                        ? VERDICT_STALE
+                        : VERDICT_UNKNOWN;
         if (c)
                 p.why = strdup(reason && *reason ? reason : status);
         else if (asprintf(&p.why, "no %s condition (is the agent running in it?)", condition_type) <

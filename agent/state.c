@@ -2,8 +2,9 @@
 #include "state.h"
 
 static const char *const file_state_names[_FILE_STATE_MAX] = {
-        [FILE_CURRENT] = "current", [FILE_COSMETIC] = "cosmetic",     [FILE_DRIFTED] = "drifted",
-        [FILE_MISSING] = "missing", [FILE_UNREADABLE] = "unreadable", [FILE_INVALID] = "invalid",
+        [FILE_CURRENT] = "current",           [FILE_COSMETIC] = "cosmetic",
+        [FILE_DRIFTED] = "drifted",           [FILE_MISSING] = "missing",
+        [FILE_UNREADABLE] = "unreadable",     [FILE_INVALID] = "invalid",
         [FILE_UNVERIFIABLE] = "unverifiable", [FILE_UNKNOWN] = "unknown",
 };
 

@@ -308,7 +308,8 @@ int workload_from_pod(const json_t *pod, const WorkloadConfig *cfg, Workload **r
                 r = set_problem(w,
                                 "no container of the pod but the agent's (\"%s\") mounts %s%s "
                                 "with a subPath: name the workload with --workload-container",
-                                cfg->agent_container, cfg->n_paths > 0 ? cfg->paths[0] : "the files",
+                                cfg->agent_container,
+                                cfg->n_paths > 0 ? cfg->paths[0] : "the files",
                                 cfg->n_paths > 1 ? " or the other files" : "");
         if (r < 0)
                 return r;
@@ -359,7 +360,8 @@ int workload_record_parse(const char *message, WorkloadRecord *ret) {
                 return 0;
         /* The last one: a message names keys, never a bracket, but be sure. */
         start = NULL;
-        for (p = strstr(message, WORKLOAD_RECORD_PREFIX); p; p = strstr(p + 1, WORKLOAD_RECORD_PREFIX))
+        for (p = strstr(message, WORKLOAD_RECORD_PREFIX); p;
+             p = strstr(p + 1, WORKLOAD_RECORD_PREFIX))
                 start = p;
         if (!start)
                 return 0;
@@ -376,7 +378,8 @@ int workload_record_parse(const char *message, WorkloadRecord *ret) {
 
                 while (*e == ' ')
                         e++;
-                if (rec.n_entries >= WORKLOAD_MAX_CONTAINERS || !split_entry(e, &name, &id, &version))
+                if (rec.n_entries >= WORKLOAD_MAX_CONTAINERS ||
+                    !split_entry(e, &name, &id, &version))
                         return 0; /* not what an agent writes: no evidence at all */
                 r = record_add(&rec, name, id, version);
                 if (r < 0)

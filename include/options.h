@@ -67,17 +67,17 @@ typedef struct Options {
         int log_level;               /* --log-level (syslog level), default LOG_INFO */
 
         /* The pod condition (DESIGN §6). */
-        KubeMode kube;            /* --kube auto|on|off */
-        char *kube_api;           /* --kube-api URL, else from KUBERNETES_SERVICE_HOST/_PORT */
-        char *serviceaccount_dir; /* --serviceaccount-dir: token, ca.crt, namespace */
-        char *condition_type;     /* --condition-type, default "EnrootConfigCurrent" */
-        char *pod_name;           /* --pod-name, else POD_NAME */
-        char *pod_namespace;      /* --pod-namespace, else POD_NAMESPACE, else the SA dir's */
-        char *pod_uid;            /* --pod-uid, else POD_UID, else learnt from the first read */
-        char *agent_container;    /* --agent-container, default "aicr-enroot-agent" */
+        KubeMode kube;              /* --kube auto|on|off */
+        char *kube_api;             /* --kube-api URL, else from KUBERNETES_SERVICE_HOST/_PORT */
+        char *serviceaccount_dir;   /* --serviceaccount-dir: token, ca.crt, namespace */
+        char *condition_type;       /* --condition-type, default "EnrootConfigCurrent" */
+        char *pod_name;             /* --pod-name, else POD_NAME */
+        char *pod_namespace;        /* --pod-namespace, else POD_NAMESPACE, else the SA dir's */
+        char *pod_uid;              /* --pod-uid, else POD_UID, else learnt from the first read */
+        char *agent_container;      /* --agent-container, default "aicr-enroot-agent" */
         char **workload_containers; /* --workload-container NAME, NULL-terminated; NULL: auto */
         size_t n_workload_containers;
-        bool kube_enabled;        /* decided by options_apply_environment() */
+        bool kube_enabled;                /* decided by options_apply_environment() */
         const char *kube_disabled_reason; /* static: why auto mode stays off, or NULL */
 } Options;
 

@@ -16,21 +16,21 @@
 #include "slurm.h"
 
 /* Every reason a rollout sets starts with this, then the id. */
-#define ROLLOUT_REASON_PREFIX  "aicr-enroot-rollout "
+#define ROLLOUT_REASON_PREFIX       "aicr-enroot-rollout "
 /* What the slurmd container's preStop hook writes (DESIGN §4). */
-#define ROLLOUT_PRESTOP_REASON "slurm-operator: Pod is terminating"
+#define ROLLOUT_PRESTOP_REASON      "slurm-operator: Pod is terminating"
 /* "20261202T180512Z": the rollout's start, UTC, to the second. */
-#define ROLLOUT_ID_BYTES       17u
+#define ROLLOUT_ID_BYTES            17u
 /* The label Slinky's NodeSet controller puts on every worker pod, holding
  * its Slurm node name (slurm-operator api/v1beta1/well_known.go,
  * LabelNodeSetPodHostname): under hostNetwork it follows the Kubernetes
  * node, not spec.hostname (DESIGN §4). */
-#define ROLLOUT_HOSTNAME_LABEL "nodeset.slinky.slurm.net/pod-hostname"
+#define ROLLOUT_HOSTNAME_LABEL      "nodeset.slinky.slurm.net/pod-hostname"
 /* The agent's condition reason when it cannot see which ConfigMap version the
  * workload runs (workload.h): such a pod is replaced like a drifted one. */
 #define ROLLOUT_UNVERIFIABLE_REASON "WorkloadUnverifiable"
 /* Pods of one role considered; more is refused. */
-#define ROLLOUT_MAX_PODS       65536u
+#define ROLLOUT_MAX_PODS            65536u
 
 typedef enum RolloutRole {
         ROLE_WORKER,

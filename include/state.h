@@ -27,7 +27,7 @@ typedef enum FileState {
         FILE_UNREADABLE, /* a side exists but cannot be read (permission, type, size) */
         FILE_INVALID, /* the ConfigMap's version has lint errors: enroot would refuse or misread it */
         FILE_UNVERIFIABLE, /* the agent's own mount may not be the workload's (workload.h) */
-        FILE_UNKNOWN, /* not evaluated yet */
+        FILE_UNKNOWN,      /* not evaluated yet */
         _FILE_STATE_MAX,
         _FILE_STATE_INVALID = -1,
 } FileState;

@@ -48,14 +48,14 @@
 
 /* Containers of one pod taken into account; a pod with more matching ones is
  * reported as a problem rather than half checked. */
-#define WORKLOAD_MAX_CONTAINERS      8u
+#define WORKLOAD_MAX_CONTAINERS  8u
 /* A container name is a DNS label. */
-#define WORKLOAD_MAX_NAME_LENGTH     63u
+#define WORKLOAD_MAX_NAME_LENGTH 63u
 /* "containerd://" and 64 hex digits, with room for other runtimes. */
-#define WORKLOAD_MAX_ID_LENGTH       128u
+#define WORKLOAD_MAX_ID_LENGTH   128u
 /* The record's opening and closing text in a condition message. */
-#define WORKLOAD_RECORD_PREFIX       " [workload: "
-#define WORKLOAD_RECORD_SUFFIX       "]"
+#define WORKLOAD_RECORD_PREFIX   " [workload: "
+#define WORKLOAD_RECORD_SUFFIX   "]"
 
 typedef enum WorkloadSource {
         WORKLOAD_SOURCE_NONE,       /* not known */
@@ -84,9 +84,9 @@ typedef struct Workload {
 } Workload;
 
 typedef struct WorkloadConfig {
-        const char *agent_container;   /* the agent's own container: never the workload */
-        const char *const *names;      /* --workload-container, NULL-terminated; NULL: auto */
-        const char *const *paths;      /* the running files' paths, for auto */
+        const char *agent_container; /* the agent's own container: never the workload */
+        const char *const *names;    /* --workload-container, NULL-terminated; NULL: auto */
+        const char *const *paths;    /* the running files' paths, for auto */
         size_t n_paths;
 } WorkloadConfig;
 

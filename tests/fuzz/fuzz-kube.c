@@ -23,8 +23,9 @@ static void check_workload(const json_t *pod) {
         static const char *const paths[] = {"/etc/enroot/enroot.conf"};
         static const WorkloadConfig cfg = {
                 .agent_container = "aicr-enroot-agent", .paths = paths, .n_paths = 1};
-        const json_t *c = condition_find(
-                json_object_get(json_object_get(pod, "status"), "conditions"), "EnrootConfigCurrent");
+        const json_t *c =
+                condition_find(json_object_get(json_object_get(pod, "status"), "conditions"),
+                               "EnrootConfigCurrent");
         WorkloadRecord rec = {}, again = {};
         Workload *w = NULL;
         char *text = NULL, *detail = NULL;
@@ -37,12 +38,12 @@ static void check_workload(const json_t *pod) {
                         abort();
                 if (workload_resolve(w, NULL, &rec, "..2026_01_01_00_00_00.1", 1000000u) == 0 &&
                     workload_record_format(w, &text) == 0 && *text) {
-                        if (workload_record_parse(text, &again) == 0 &&
-                            again.n_entries == 0)
+                        if (workload_record_parse(text, &again) == 0 && again.n_entries == 0)
                                 abort(); /* what an agent writes, an agent reads */
                         workload_record_done(&again);
                 }
-                v = workload_check(w, "..2026_01_01_00_00_00.1", "..2026_01_01_00_00_00.1", &detail);
+                v = workload_check(w, "..2026_01_01_00_00_00.1", "..2026_01_01_00_00_00.1",
+                                   &detail);
                 if (v >= _WORKLOAD_VERDICT_MAX || (v == WORKLOAD_UNVERIFIABLE && v >= 0 && !detail))
                         abort();
                 free(detail);

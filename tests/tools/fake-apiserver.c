@@ -2980,12 +2980,13 @@ static enum MHD_Result control_container_statuses(Server *s, Request *r, const c
                 json_object_set(status, lists[i].field, list);
                 any = true;
         }
-        if (!any || json_object_size(body) !=
-                            (size_t) !!json_object_get(body, lists[0].field) +
-                                    (size_t) !!json_object_get(body, lists[1].field)) {
+        if (!any ||
+            json_object_size(body) != (size_t) !!json_object_get(body, lists[0].field) +
+                                              (size_t) !!json_object_get(body, lists[1].field)) {
                 json_decref(status);
-                return control_error(r, 400, "only containerStatuses and initContainerStatuses "
-                                             "are set here");
+                return control_error(r, 400,
+                                     "only containerStatuses and initContainerStatuses "
+                                     "are set here");
         }
         server_set_status(s, pod, status);
         return queue_json(r->connection, 200, json_incref(pod), -1);

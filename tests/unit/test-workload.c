@@ -9,8 +9,8 @@
 #include "condition.h"
 #include "workload.h"
 
-#define V1 "..2026_12_02_14_00_00.123456789"
-#define V2 "..2026_12_02_14_05_00.987654321"
+#define V1  "..2026_12_02_14_00_00.123456789"
+#define V2  "..2026_12_02_14_05_00.987654321"
 #define ID1 "containerd://1111111111111111111111111111111111111111111111111111111111111111"
 #define ID2 "containerd://2222222222222222222222222222222222222222222222222222222222222222"
 
@@ -42,7 +42,9 @@ static const char *worker_pod =
         " \"status\":{\"containerStatuses\":[{\"name\":\"slurmd\",\"containerID\":\"" ID1 "\","
         "   \"restartCount\":0,\"state\":{\"running\":{\"startedAt\":\"2026-12-02T14:02:00Z\"}}}],"
         "  \"initContainerStatuses\":[{\"name\":\"aicr-enroot-agent\",\"containerID\":"
-        "   \"containerd://aaaa\",\"state\":{\"running\":{\"startedAt\":\"2026-12-02T14:01:59Z\"}}}]}}";
+        "   "
+        "\"containerd://"
+        "aaaa\",\"state\":{\"running\":{\"startedAt\":\"2026-12-02T14:01:59Z\"}}}]}}";
 
 static json_t *parse(const char *text) {
         json_error_t e;
@@ -96,13 +98,13 @@ static void test_from_pod_problems(void **state) {
         static const char *const slurmd[] = {"slurmd", NULL};
         WorkloadConfig named = auto_cfg;
         _cleanup_(json_decrefp) json_t *pod = parse(worker_pod);
-        _cleanup_(json_decrefp) json_t *bare = parse(
-                "{\"spec\":{\"containers\":[{\"name\":\"slurmd\",\"volumeMounts\":"
-                "[{\"mountPath\":\"/etc/enroot\",\"name\":\"x\"}]}]}}");
-        _cleanup_(json_decrefp) json_t *junk = parse(
-                "{\"spec\":{\"containers\":[{\"name\":7},{\"name\":\"Bad_Name\"},[],"
-                "{\"name\":\"slurmd\",\"volumeMounts\":{}}],\"initContainers\":\"x\"},"
-                "\"status\":[]}");
+        _cleanup_(json_decrefp) json_t *bare =
+                parse("{\"spec\":{\"containers\":[{\"name\":\"slurmd\",\"volumeMounts\":"
+                      "[{\"mountPath\":\"/etc/enroot\",\"name\":\"x\"}]}]}}");
+        _cleanup_(json_decrefp) json_t *junk =
+                parse("{\"spec\":{\"containers\":[{\"name\":7},{\"name\":\"Bad_Name\"},[],"
+                      "{\"name\":\"slurmd\",\"volumeMounts\":{}}],\"initContainers\":\"x\"},"
+                      "\"status\":[]}");
         Workload *w = NULL;
 
         /* a directory mount is not a subPath mount: nothing to check */
@@ -161,7 +163,8 @@ static void test_not_running(void **state) {
                 assert_int_equal(workload_from_pod(pod, &auto_cfg, &w), 0);
                 assert_int_equal(w->n_containers, 1);
                 assert_false(w->containers[0].running);
-                assert_int_equal(workload_resolve(w, NULL, NULL, V1, at("2026-12-02T14:00:00Z")), 0);
+                assert_int_equal(workload_resolve(w, NULL, NULL, V1, at("2026-12-02T14:00:00Z")),
+                                 0);
                 assert_null(w->containers[0].version);
                 assert_int_equal(workload_check(w, V1, V1, &detail), WORKLOAD_UNVERIFIABLE);
                 assert_non_null(strstr(detail, "slurmd is not running"));
@@ -188,10 +191,10 @@ static void test_record(void **state) {
                 "x [workload: slurmd " ID1 " runs " V1,       /* cut */
                 "x [workload: slurmd " ID1 " runs " V1 "] .", /* not at the end */
                 "x [workload: slurmd " ID1 " walks " V1 "]",
-                "x [workload: slurmd " ID1 " runs data]",     /* not a version id */
+                "x [workload: slurmd " ID1 " runs data]", /* not a version id */
                 "x [workload: slurmd " ID1 " runs ../etc]",
-                "x [workload: Slurmd " ID1 " runs " V1 "]",   /* not a container name */
-                "x [workload: slurmd 1111 runs " V1 "]",      /* not RUNTIME://ID */
+                "x [workload: Slurmd " ID1 " runs " V1 "]", /* not a container name */
+                "x [workload: slurmd 1111 runs " V1 "]",    /* not RUNTIME://ID */
                 "x [workload: slurmd " ID1 " runs " V1 " extra]",
                 "x [workload: slurmd " ID1 " runs " V1 "; login]",
                 "x [workload: ]",
@@ -242,7 +245,8 @@ static void test_resolve(void **state) {
         _cleanup_(workload_record_done) WorkloadRecord rec = {}, other = {};
         Workload *w = NULL, *old = NULL;
 
-        assert_int_equal(workload_record_parse("x [workload: slurmd " ID1 " runs " V1 "]", &rec), 0);
+        assert_int_equal(workload_record_parse("x [workload: slurmd " ID1 " runs " V1 "]", &rec),
+                         0);
         assert_int_equal(workload_record_parse("x [workload: slurmd " ID2 " runs " V1 "]", &other),
                          0);
 
