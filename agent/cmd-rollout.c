@@ -998,7 +998,8 @@ static int connect_kube(Rollout *r) {
         r->api_url = strdup(url);
         if (!r->api_url)
                 return log_oom();
-        plain = startswith(url, "http://");
+        if (kube_api_url_check(url, &plain) < 0)
+                plain = false; /* kube_client_new() below says what is wrong */
         if (!plain && (asprintf(&ca, "%s/ca.crt", a->sa_dir) < 0 ||
                        asprintf(&token, "%s/token", a->sa_dir) < 0))
                 return log_oom();
@@ -1024,7 +1025,13 @@ static int connect_kube(Rollout *r) {
         if (k == -EPROTONOSUPPORT)
                 return log_error_errno(k,
                                        "--kube-api: \"%s\" is neither https:// nor http:// to "
-                                       "this machine (kubectl proxy).",
+                                       "this machine (localhost, [::1] or 127.x.y.z: kubectl "
+                                       "proxy).",
+                                       url);
+        if (k == -EINVAL)
+                return log_error_errno(k,
+                                       "--kube-api: \"%s\" is not SCHEME://HOST[:PORT][/PATH] "
+                                       "(no user name, query or fragment).",
                                        url);
         if (k < 0)
                 return log_error_errno(k, "Cannot use the API server %s: %m", url);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <strings.h>
@@ -415,6 +416,59 @@ KubeClient *kube_client_free(KubeClient *c) {
         return NULL;
 }
 
+static void curl_url_cleanupp(CURLU **u) {
+        if (*u)
+                curl_url_cleanup(*u);
+}
+
+static void curl_freep(char **p) {
+        curl_free(*p);
+}
+
+/* An IPv4 loopback address (127.0.0.0/8), written the one way inet_pton()
+ * accepts: no "127.1", no octal, no hex. */
+static bool host_is_loopback_ipv4(const char *host) {
+        struct in_addr a;
+
+        return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+int kube_api_url_check(const char *url, bool *ret_plain_http) {
+        _cleanup_(curl_url_cleanupp) CURLU *u = curl_url();
+        _cleanup_(curl_freep) char *scheme = NULL, *host = NULL, *user = NULL, *query = NULL,
+                                   *fragment = NULL;
+        bool plain;
+
+        if (!u)
+                return -ENOMEM;
+        /* The URL as typed: no guessed scheme, no scheme other than these two. */
+        if (curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK ||
+            curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+            curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK)
+                return -EINVAL;
+        if (streq(scheme, "http"))
+                plain = true;
+        else if (streq(scheme, "https"))
+                plain = false;
+        else
+                return -EPROTONOSUPPORT;
+        /* Credentials, a query or a fragment: the request paths are appended
+         * to the URL, and a name before '@' is how "http://127.0.0.1@host"
+         * hides the real host. */
+        if (curl_url_get(u, CURLUPART_USER, &user, 0) != CURLUE_NO_USER ||
+            curl_url_get(u, CURLUPART_QUERY, &query, 0) != CURLUE_NO_QUERY ||
+            curl_url_get(u, CURLUPART_FRAGMENT, &fragment, 0) != CURLUE_NO_FRAGMENT)
+                return -EINVAL;
+        /* http only to this machine (kubectl proxy, which adds the
+         * credentials): the host exactly, never a name that starts like one. */
+        if (plain && strcasecmp(host, "localhost") != 0 && !streq(host, "[::1]") &&
+            !host_is_loopback_ipv4(host))
+                return -EPROTONOSUPPORT;
+        if (ret_plain_http)
+                *ret_plain_http = plain;
+        return 0;
+}
+
 int kube_client_new(sd_event *e, const KubeConfig *cfg, KubeClient **ret) {
         _cleanup_(kube_client_freep) KubeClient *c = NULL;
         int r;
@@ -441,15 +495,9 @@ int kube_client_new(sd_event *e, const KubeConfig *cfg, KubeClient **ret) {
             !c->user_agent)
                 return -ENOMEM;
 
-        /* http only to this machine: kubectl proxy, which adds the credentials. */
-        if (startswith(cfg->api_url, "http://")) {
-                const char *host = cfg->api_url + strlen("http://");
-                if (!startswith(host, "127.0.0.1") && !startswith(host, "localhost") &&
-                    !startswith(host, "[::1]"))
-                        return -EPROTONOSUPPORT;
-                c->plain_http = true;
-        } else if (!startswith(cfg->api_url, "https://"))
-                return -EPROTONOSUPPORT;
+        r = kube_api_url_check(cfg->api_url, &c->plain_http);
+        if (r < 0)
+                return r;
 
         if (c->token_file) {
                 r = load_token(c);
@@ -529,8 +577,13 @@ int kube_call_start(KubeClient *c, const KubeRequest *req, KubeCall **ret) {
 #define SET(opt, val) ok = ok && curl_easy_setopt(call->easy, opt, val) == CURLE_OK
         SET(CURLOPT_URL, url);
         SET(CURLOPT_PROTOCOLS_STR, c->plain_http ? "http" : "https");
-        if (c->ca_file)
+        /* The pod's CA, and only it: libcurl would also trust every CA of
+         * its built-in directory (/etc/ssl/certs on Debian), any of which
+         * could then vouch for a server and be sent the token. */
+        if (c->ca_file) {
                 SET(CURLOPT_CAINFO, c->ca_file);
+                SET(CURLOPT_CAPATH, NULL);
+        }
         SET(CURLOPT_SSL_VERIFYPEER, 1L);
         SET(CURLOPT_SSL_VERIFYHOST, 2L);
         SET(CURLOPT_NOSIGNAL, 1L);

@@ -61,6 +61,10 @@ static int add(Lint *l, unsigned line, Severity sev, const char *id, const char 
                 free(f->key);
                 return -ENOMEM;
         }
+        /* Messages go to a terminal: never a control byte from the file. */
+        for (char *p = f->message; *p; p++)
+                if ((unsigned char) *p < 0x20 || *p == 0x7f)
+                        *p = '?';
         if ((size_t) r > LINT_MAX_MESSAGE_BYTES)
                 memcpy(f->message + LINT_MAX_MESSAGE_BYTES - 3, "...", 4);
 
@@ -81,6 +85,14 @@ static bool is_job_scoped(const LintOptions *o, const char *key) {
                         if (streq(*k, key))
                                 return true;
         return false;
+}
+
+/* A word that can be named in a message: letters, digits and '_', not too
+ * long for one (enroot's own keys are under 40 bytes). */
+static bool looks_like_key(const char *w) {
+        size_t n = strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+
+        return n > 0 && n <= LINT_MAX_NAMED_KEY_BYTES && w[n] == '\0';
 }
 
 /* Values that read as "off" to a person but mean yes to enroot, which only
@@ -159,6 +171,15 @@ static int lint_conf_line(Lint *out, const Document *d, const Line *l) {
                                    "the line starts with a separator, so it has no key and enroot "
                                    "ignores it");
                 case WHY_KEY_NOT_ACCEPTED:
+                        /* The first word of a line enroot skips is not always a
+                         * key: in a value quoted across lines it is part of the
+                         * value, perhaps of a password. Name it only when it
+                         * looks like a key. */
+                        if (!looks_like_key(l->key))
+                                return add(out, l->number, SEVERITY_WARNING, "ignored-line", NULL,
+                                           "enroot ignores a line that does not start with a key "
+                                           "(a value quoted across lines? enroot reads one line "
+                                           "at a time)");
                         /* enroot's hooks read these from the container's
                          * environment, where environ.d puts them (DESIGN §5). */
                         if (startswith(l->key, "MELLANOX_") || startswith(l->key, "NVIDIA_"))

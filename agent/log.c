@@ -45,6 +45,12 @@ int log_internal(int level, int error, const char *file, int line, const char *f
                 va_start(ap, fmt);
                 (void) vsnprintf(msg, sizeof msg, fmt, ap);
                 va_end(ap);
+                /* Messages quote paths, keys and answers from outside: a
+                 * line break would forge a log line, an escape sequence
+                 * would drive the reader's terminal. */
+                for (char *p = msg; *p; p++)
+                        if ((unsigned char) *p < 0x20 || *p == 0x7f)
+                                *p = '?';
 
                 if (to_journal)
                         (void) fprintf(stderr, "<%d>%s\n", level, msg);

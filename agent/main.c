@@ -4,6 +4,8 @@
  * longer matches the ConfigMap, and why. main() only dispatches: the daemon,
  * the readiness probe, or a one-shot command.
  */
+#include <sys/prctl.h>
+
 #include "check.h"
 #include "commands.h"
 #include "httpd.h"
@@ -57,6 +59,15 @@ int main(int argc, char **argv) {
         int r;
 
         log_setup();
+
+        /* The daemon and rollout hold a service-account token: no core dump
+         * of it, and no /proc/PID/mem, environ or fd for another process of
+         * the same uid (the kernel makes /proc/PID root's). The process
+         * still reads its own /proc/self. */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+                log_error_errno(errno, "Cannot make the process non-dumpable: %m");
+                return EXIT_TROUBLE;
+        }
 
         if (argc > 1 && streq(argv[1], "lint"))
                 return cmd_lint(argc - 1, argv + 1);

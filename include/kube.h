@@ -74,11 +74,18 @@ typedef struct KubeRequest {
         void *userdata;
 } KubeRequest;
 
+/* Checks an API server URL: https://HOST[:PORT][/PATH], or http:// to this
+ * machine only (kubectl proxy), the host compared exactly: localhost, [::1]
+ * or an address in 127.0.0.0/8. Returns 0 (*ret_plain_http, may be NULL, set
+ * for http), -EPROTONOSUPPORT (another scheme, or http to another host),
+ * -EINVAL (not a URL, or one with user info, a query or a fragment), -ENOMEM. */
+int kube_api_url_check(const char *url, bool *ret_plain_http);
+
 /* Makes a client on e. cfg's strings are copied. Reads the token once:
  * fails with that error (-ENOENT, -EACCES, -EBADMSG for an empty token or one
  * with control characters) so a bad mount shows at start.
- * Returns 0 with *ret new, -EPROTONOSUPPORT (not https, nor http to this
- * machine), -ENOMEM, -EIO (libcurl could not start). */
+ * Returns 0 with *ret new, kube_api_url_check()'s errors, -ENOMEM, -EIO
+ * (libcurl could not start). */
 int kube_client_new(sd_event *e, const KubeConfig *cfg, KubeClient **ret);
 KubeClient *kube_client_free(KubeClient *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(KubeClient *, kube_client_free);

@@ -13,11 +13,12 @@
 
 /* A finding quotes at most this much of a key, and its message is cut at
  * LINT_MAX_MESSAGE_BYTES ("..." marks the cut): a 1 MiB key is not a 1 MiB line. */
-#define LINT_MAX_KEY_BYTES      256u
-#define LINT_MAX_MESSAGE_BYTES  1024u
+#define LINT_MAX_KEY_BYTES       256u
+#define LINT_MAX_NAMED_KEY_BYTES 64u /* longer words are never named in a message */
+#define LINT_MAX_MESSAGE_BYTES   1024u
 
 /* Extra job-scoped keys an option may add beyond the built-in list. */
-#define LINT_MAX_EXTRA_JOB_KEYS 256u
+#define LINT_MAX_EXTRA_JOB_KEYS  256u
 
 typedef enum Severity {
         SEVERITY_ERROR,

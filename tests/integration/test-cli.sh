@@ -54,6 +54,16 @@ for f in *.conf *.env; do
         expect_file_eq "$f.expected" "$WORK/out" "lint $f"
 done
 
+# A line enroot skips inside a value quoted across lines starts with part of
+# the value (here a stand-in for a password): never named; and no control
+# byte of a file reaches the terminal, in text or JSON.
+for fmt in text json; do
+        expect_status 0 "$AGENT" lint --format "$fmt" not-a-key.conf
+        if grep -q 'hunter2' "$WORK/out" || LC_ALL=C grep -q '[[:cntrl:]]' <(tr -d '\n' <"$WORK/out"); then
+                fail "lint --format $fmt quotes a value or prints a control byte: $(cat -v "$WORK/out")"
+        else pass; fi
+done
+
 # --strict turns warnings into a failure
 expect_status 0 "$AGENT" lint export.conf
 expect_status 1 "$AGENT" lint --strict export.conf
@@ -155,5 +165,16 @@ grep -q -- '--type' "$WORK/err" && pass || fail "diff of mixed types gives no hi
 expect_status 2 "$AGENT" diff "$WORK/big.conf" conf-drift/desired.conf
 grep -q '1048576 bytes' "$WORK/err" && pass || fail "diff over the cap: $(cat "$WORK/err")"
 expect_status 1 "$AGENT" diff --type conf - conf-drift/running.conf <conf-drift/desired.conf
+
+# --- rollout --kube-api: http only to this machine, the host compared whole --
+# (kubectl proxy adds the credentials; anything else must be verified TLS).
+# 192.0.2.1 is TEST-NET-1: a command that tried it would hang, not exit 2.
+for url in http://127.0.0.1@192.0.2.1:8001 http://127.0.0.1:8001@192.0.2.1 \
+        http://127.0.0.1.nip.io:8001 http://localhost.evil.example:8001 http://192.0.2.1:8001 \
+        'https://192.0.2.1:6443/?x=1'; do
+        expect_status 2 timeout 20 "$AGENT" rollout plan --kube-api "$url"
+        grep -q -- '--kube-api: ".*" is n' "$WORK/err" && pass ||
+                fail "rollout --kube-api $url: $(cat "$WORK/err")"
+done
 
 finish

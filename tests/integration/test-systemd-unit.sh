@@ -22,7 +22,7 @@ out=$(cd "$WORK" && systemd-analyze verify "$unit" 2>&1) && rc=0 || rc=$?
 
 # the properties the issue asks for
 for want in 'Type=notify' 'WatchdogSec=' 'Restart=on-failure' 'NoNewPrivileges=yes' 'ProtectSystem=strict' \
-        'CapabilityBoundingSet=$' 'SystemCallFilter=@system-service' 'MemoryDenyWriteExecute=yes'; do
+        'CapabilityBoundingSet=$' 'SystemCallFilter=@system-service' 'MemoryDenyWriteExecute=yes' 'LimitCORE=0'; do
         grep -q "^$want" "$unit" && pass || fail "the unit lacks $want"
 done
 

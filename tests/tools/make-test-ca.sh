@@ -10,6 +10,8 @@
 #   server.crt   the server certificate, signed by the CA; SAN IP:127.0.0.1,
 #                DNS:localhost; serverAuth
 #   server.key   its key, unencrypted (PKCS#8 PEM)
+# CA_NAME, when set, is the CA's common name: two CAs of one name are one
+# issuer to a verifier, which looks no further than the first it holds.
 # EC P-256 keys (fast to make), valid for 2 days: nothing here outlives a
 # test run. Exits 77 when openssl is missing (the test that calls it skips),
 # 2 on bad usage, 1 when openssl fails.
@@ -32,7 +34,7 @@ umask 077
 # and OpenSSL both refuse a signer without CA:TRUE).
 openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
         -keyout "$dir/ca.key" -out "$dir/ca.crt" -days 2 -sha256 \
-        -subj "/CN=aicr-enroot-agent test CA" \
+        -subj "/CN=${CA_NAME:-aicr-enroot-agent test CA}" \
         -addext "basicConstraints=critical,CA:TRUE" \
         -addext "keyUsage=critical,keyCertSign,cRLSign" \
         -addext "subjectKeyIdentifier=hash" 2>"$dir/openssl.err" || {

@@ -351,8 +351,53 @@ static void test_no_token(void **state) {
         (void) state;
 }
 
+/* http only to this machine, the host compared whole: a prefix test passed
+ * a user name that looks like an address, and names that start like one. */
+static void test_api_url(void **state) {
+        static const struct {
+                const char *url;
+                int r;
+                bool plain;
+        } rows[] = {
+                {"https://10.0.0.1:6443", 0, false},
+                {"https://kubernetes.default.svc", 0, false},
+                {"https://[fd00::1]:6443/prefix", 0, false},
+                {"http://127.0.0.1:8001", 0, true},
+                {"http://127.0.0.1", 0, true},
+                {"http://127.1.2.3:8001/", 0, true},
+                {"http://localhost:8001", 0, true},
+                {"HTTP://LOCALHOST:8001", 0, true},
+                {"http://[::1]:8001", 0, true},
+                {"http://127.0.0.1@10.0.0.1:8001", -EINVAL, false},
+                {"http://127.0.0.1:8001@10.0.0.1", -EINVAL, false},
+                {"http://127.0.0.1.nip.io:8001", -EPROTONOSUPPORT, false},
+                {"http://localhost.evil.example", -EPROTONOSUPPORT, false},
+                {"http://[::1].evil.example", -EINVAL, false},
+                {"http://0.0.0.0:8001", -EPROTONOSUPPORT, false},
+                {"http://10.0.0.1:8001", -EPROTONOSUPPORT, false},
+                {"http://[::2]:8001", -EPROTONOSUPPORT, false},
+                {"https://user:pw@10.0.0.1:6443", -EINVAL, false},
+                {"https://10.0.0.1:6443/?x=1", -EINVAL, false},
+                {"https://10.0.0.1:6443/#x", -EINVAL, false},
+                {"ftp://127.0.0.1/", -EPROTONOSUPPORT, false},
+                {"127.0.0.1:8001", -EINVAL, false},
+                {"", -EINVAL, false},
+        };
+
+        for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+                bool plain = !rows[i].plain;
+                int r = kube_api_url_check(rows[i].url, &plain);
+
+                if (r != rows[i].r || (r == 0 && plain != rows[i].plain))
+                        fail_msg("%s: %d plain=%d, want %d plain=%d", rows[i].url, r, plain,
+                                 rows[i].r, rows[i].plain);
+        }
+        (void) state;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_api_url),
                 cmocka_unit_test_teardown(test_no_token, server_stop),
                 cmocka_unit_test_teardown(test_token_rotation, server_stop),
                 cmocka_unit_test_teardown(test_token_default_age, server_stop),

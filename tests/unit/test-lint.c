@@ -36,6 +36,9 @@ static const Row rows[] = {
         {"export.conf", "1:warning:export", 0, 1},
         {"ignored-key.conf", "1:warning:ignored-key 2:warning:ignored-key 3:warning:ignored-key", 0,
          3},
+        /* a value quoted across lines, and a line of terminal escapes: neither named */
+        {"not-a-key.conf", "1:warning:live-shell 2:warning:ignored-line 3:warning:ignored-line", 0,
+         3},
         /* enroot's hooks read MELLANOX_* and NVIDIA_* from the container environment */
         {"hook-key.conf", "2:warning:ignored-key 3:warning:ignored-key 4:warning:ignored-key", 0,
          3},
@@ -157,6 +160,36 @@ static void test_no_values_in_messages(void **state) {
                 assert_null(strstr(l->findings[i].message, "s3cr3t"));
 }
 
+static void test_no_value_named_as_key(void **state) {
+        /* enroot reads one line at a time: the second line of a value quoted
+         * across two starts with part of the value, which is no key to name.
+         * Nor may a control byte of the file reach the terminal. */
+        static const char conf[] = "https_proxy=\"http://user:\n"
+                                   "s3cr3t@proxy\"\n"
+                                   "NO_SUCH\033]0;x\007=1\n"
+                                   "\033[2J=1\n";
+        _cleanup_(document_freep) Document *d = NULL;
+        _cleanup_(lint_freep) Lint *l = NULL;
+        unsigned ignored = 0;
+
+        assert_int_equal(document_parse(DOC_CONF, conf, sizeof(conf) - 1, &d), 0);
+        assert_int_equal(lint_document(d, NULL, &l), 0);
+        for (size_t i = 0; i < l->n_findings; i++) {
+                const Finding *f = &l->findings[i];
+
+                assert_null(strstr(f->message, "s3cr3t"));
+                assert_true(!f->key || !strstr(f->key, "s3cr3t"));
+                for (const char *p = f->message; *p; p++)
+                        assert_false((unsigned char) *p < 0x20 || *p == 0x7f);
+                if (streq(f->id, "ignored-line")) {
+                        assert_null(f->key);
+                        assert_non_null(strstr(f->message, "does not start with a key"));
+                        ignored++;
+                }
+        }
+        assert_int_equal(ignored, 3);
+}
+
 static void test_long_key(void **state) {
         size_t n = 100000;
         _cleanup_free_ char *conf = malloc(n + 8);
@@ -190,6 +223,7 @@ int main(void) {
                 cmocka_unit_test(test_rows),
                 cmocka_unit_test(test_oversized),
                 cmocka_unit_test(test_no_values_in_messages),
+                cmocka_unit_test(test_no_value_named_as_key),
                 cmocka_unit_test(test_long_key),
                 cmocka_unit_test(test_empty),
         };
