@@ -3,7 +3,9 @@
  * The enroot.conf and environ.d/NAME.env models. Every rule cites what enroot
  * does; DESIGN §5 has the full list.
  */
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
+#include <openssl/params.h>
 #include <stdint.h>
 
 #include "document.h"
@@ -245,6 +247,44 @@ static int sha256_hex(const char *data, size_t len, char ret[static 65]) {
                 ret[2 * i + 1] = hex[md[i] & 0xf];
         }
         ret[2 * md_len] = '\0';
+        return 0;
+}
+
+int document_content_id(const Document *d, const ContentKey *key,
+                        char ret[static CONTENT_ID_HEX + 1]) {
+        /* Fetched, allocated and set to SHA-256 once, as in sha256_hex(): the
+         * one-shot HMAC() looks the algorithm up at every call (3 times the
+         * cost). */
+        static EVP_MAC *hmac;
+        static EVP_MAC_CTX *ctx;
+        static const char hex[] = "0123456789abcdef";
+        static char digest[] = "SHA256"; /* OSSL_PARAM takes a char * */
+        unsigned char md[EVP_MAX_MD_SIZE];
+        size_t md_len = 0;
+
+        if (!hmac)
+                hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+        if (hmac && !ctx) {
+                OSSL_PARAM params[] = {
+                        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                        OSSL_PARAM_construct_end(),
+                };
+
+                ctx = EVP_MAC_CTX_new(hmac);
+                if (ctx && EVP_MAC_CTX_set_params(ctx, params) != 1) {
+                        EVP_MAC_CTX_free(ctx);
+                        ctx = NULL;
+                }
+        }
+        if (!ctx || EVP_MAC_init(ctx, key->bytes, sizeof key->bytes, NULL) != 1 ||
+            EVP_MAC_update(ctx, (const unsigned char *) d->sha256, strlen(d->sha256)) != 1 ||
+            EVP_MAC_final(ctx, md, &md_len, sizeof md) != 1 || md_len < CONTENT_ID_HEX / 2)
+                return -EIO;
+        for (unsigned i = 0; i < CONTENT_ID_HEX / 2; i++) {
+                ret[2 * i] = hex[md[i] >> 4];
+                ret[2 * i + 1] = hex[md[i] & 0xf];
+        }
+        ret[CONTENT_ID_HEX] = '\0';
         return 0;
 }
 

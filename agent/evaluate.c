@@ -196,7 +196,16 @@ static int evaluate_content(const EvalInput *in, FileReport *f) {
                 }
                 if (r < 0)
                         return r;
-                memcpy(f->sha256[s], doc[s]->sha256, sizeof f->sha256[s]);
+                if (in->content_key) {
+                        r = document_content_id(doc[s], in->content_key, f->content_id[s]);
+                        if (r < 0)
+                                return r;
+                }
+                if (in->side[s].version) {
+                        f->version[s] = strdup(in->side[s].version);
+                        if (!f->version[s])
+                                return -ENOMEM;
+                }
                 f->read[s] = true;
                 f->lint[s][SEVERITY_ERROR] = lint[SEVERITY_ERROR];
                 f->lint[s][SEVERITY_WARNING] = lint[SEVERITY_WARNING];

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <time.h>
@@ -40,6 +41,7 @@ struct Manager {
         pid_t target_pid;
         MountInfoCache *mountinfo;      /* the running side's mount table, between evaluations */
         EvalCache (*parsed)[_SIDE_MAX]; /* each file's sides as last parsed */
+        ContentKey content_key;         /* drawn at start, never shown (document.h) */
         Report *report;
         uint64_t evaluations[_TRIGGER_MAX];
         /* The workload containers and the versions they run (workload.h),
@@ -202,6 +204,7 @@ static void fill_input(const Manager *m, size_t i, const VolumeSnapshot *snap, i
                 .mount_version = rf->mount_version,
                 .mount_deleted = rf->mount_deleted,
                 .running_unobservable = view->observable ? NULL : view->detail,
+                .content_key = &m->content_key,
         };
         if (dir_error < 0)
                 in->side[SIDE_DESIRED] = (EvalSide){.error = dir_error, .what = what_desired};
@@ -209,9 +212,15 @@ static void fill_input(const Manager *m, size_t i, const VolumeSnapshot *snap, i
                 in->side[SIDE_DESIRED] = (EvalSide){.error = snap->files[i].error,
                                                     .data = snap->files[i].data,
                                                     .len = snap->files[i].len,
-                                                    .what = what_desired};
-        in->side[SIDE_RUNNING] = (EvalSide){
-                .error = rf->error, .data = rf->content, .len = rf->size, .what = spec->path};
+                                                    .what = what_desired,
+                                                    .version = snap->version};
+        /* The version the running mount's root names: the inode read is that
+         * mount's root, so its bytes are that version's (running.h). */
+        in->side[SIDE_RUNNING] = (EvalSide){.error = rf->error,
+                                            .data = rf->content,
+                                            .len = rf->size,
+                                            .what = spec->path,
+                                            .version = rf->mount_version};
         for (int s = 0; s < _SIDE_MAX; s++)
                 in->cache[s] = &m->parsed[i][s];
 }
@@ -305,8 +314,10 @@ static int manager_evaluate(Manager *m, EvalTrigger trigger) {
                         return log_oom();
                 new->workload_checked |= r > 0;
                 r = evaluate_file(&in, prev, now, &new->files[i]);
-                if (r < 0)
+                if (r == -ENOMEM)
                         return log_oom();
+                if (r < 0)
+                        return log_error_errno(r, "Cannot evaluate \"%s\": %m", in.key);
                 new->n_files++;
         }
         if (new->workload_checked && workload_copy(m->workload, &new->workload) < 0)
@@ -543,6 +554,7 @@ Manager *manager_free(Manager *m) {
         free(m->parsed);
         free(m->keys);
         free(m->paths);
+        explicit_bzero(&m->content_key, sizeof m->content_key);
         free(m);
         return NULL;
 }
@@ -647,6 +659,11 @@ int manager_new(const Options *o, Manager **ret) {
         if (!m)
                 return log_oom();
         m->options = o;
+        /* Flags 0: blocks only until the kernel's pool is first initialised,
+         * early at boot, long before a pod starts. */
+        if (getrandom(m->content_key.bytes, sizeof m->content_key.bytes, 0) !=
+            (ssize_t) sizeof m->content_key.bytes)
+                return log_error_errno(negative_errno(), "Cannot draw a random key: getrandom: %m");
         if (mountinfo_cache_new(&m->mountinfo) < 0)
                 return log_oom();
         m->keys = calloc(o->n_files, sizeof(char *));

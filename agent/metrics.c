@@ -313,18 +313,24 @@ static int render_config(Renderer *w, const Report *r) {
 
         if (k >= 0)
                 k = put_family(w, "aicr_enroot_config_info", "gauge",
-                               "SHA-256 of each side that was read: side is desired (the "
-                               "ConfigMap) or running (what the container reads); always 1.");
+                               "Each side that was read: side is desired (the ConfigMap) or "
+                               "running (what the container reads); version is the ConfigMap "
+                               "version directory its bytes came from, where known; content_id "
+                               "is a keyed hash of the bytes, comparable only within one agent "
+                               "process (it changes when the agent restarts); always 1.");
         for (size_t i = 0; i < r->n_files && k >= 0; i++)
                 for (Side s = 0; s < _SIDE_MAX && k >= 0; s++) {
                         const FileReport *f = &r->files[i];
-                        Label l[] = {{"file", file_key(f)},
-                                     {"side", side_to_string(s)},
-                                     {"sha256", f->sha256[s]}};
+                        Label l[4] = {{"file", file_key(f)}, {"side", side_to_string(s)}};
+                        size_t n = 2;
 
-                        if (!f->read[s] || f->sha256[s][0] == '\0')
+                        if (!f->read[s] || f->content_id[s][0] == '\0')
                                 continue;
-                        k = put_sample(w, "aicr_enroot_config_info", l, ELEMENTSOF(l), "1");
+                        /* no version label where the version is unknown */
+                        if (f->version[s])
+                                l[n++] = (Label){"version", f->version[s]};
+                        l[n++] = (Label){"content_id", f->content_id[s]};
+                        k = put_sample(w, "aicr_enroot_config_info", l, n, "1");
                 }
 
         if (k >= 0)
@@ -589,18 +595,25 @@ static json_t *time_json(uint64_t usec) {
 }
 
 static json_t *file_json(const FileReport *f, StrBuf *scratch) {
-        _cleanup_(json_decrefp) json_t *o = json_object(), *sha = json_object(),
-                                       *lint = json_object(), *changes = json_array();
+        _cleanup_(json_decrefp) json_t *o = json_object(), *ids = json_object(),
+                                       *versions = json_object(), *lint = json_object(),
+                                       *changes = json_array();
         int r;
 
-        if (!o || !sha || !lint || !changes)
+        if (!o || !ids || !versions || !lint || !changes)
                 return NULL;
 
         for (Side s = 0; s < _SIDE_MAX; s++) {
                 json_t *l = json_null();
 
-                r = set(sha, side_to_string(s),
-                        f->read[s] && f->sha256[s][0] ? json_string(f->sha256[s]) : json_null());
+                r = set(ids, side_to_string(s),
+                        f->read[s] && f->content_id[s][0] ? json_string(f->content_id[s])
+                                                          : json_null());
+                if (r < 0)
+                        return NULL;
+                r = set(versions, side_to_string(s),
+                        safe_json_string(scratch, f->read[s] ? f->version[s] : NULL,
+                                         METRICS_MAX_LABEL_BYTES));
                 if (r < 0)
                         return NULL;
                 if (f->read[s])
@@ -631,7 +644,8 @@ static json_t *file_json(const FileReport *f, StrBuf *scratch) {
             set(o, "superseded", json_boolean(f->superseded)) < 0 ||
             set(o, "mount_version",
                 safe_json_string(scratch, f->mount_version, METRICS_MAX_LABEL_BYTES)) < 0 ||
-            set(o, "sha256", json_incref(sha)) < 0 || set(o, "lint", json_incref(lint)) < 0 ||
+            set(o, "version", json_incref(versions)) < 0 ||
+            set(o, "content_id", json_incref(ids)) < 0 || set(o, "lint", json_incref(lint)) < 0 ||
             set(o, "drift_since",
                 f->state == FILE_DRIFTED ? time_json(f->drift_since_usec) : json_null()) < 0 ||
             set(o, "drifted_keys", json_integer((json_int_t) f->n_drifted_keys)) < 0 ||

@@ -36,6 +36,8 @@ void file_report_done(FileReport *f) {
         free(f->running_path);
         free(f->detail);
         free(f->mount_version);
+        for (int s = 0; s < _SIDE_MAX; s++)
+                free(f->version[s]);
         for (size_t i = 0; i < f->n_changes; i++)
                 free(f->changes[i].key);
         free(f->changes);

@@ -79,13 +79,33 @@ typedef struct Document {
         size_t n_settings;
 
         size_t size;                /* bytes parsed */
-        char sha256[65];            /* lowercase hex SHA-256 of those bytes */
+        char sha256[65];            /* lowercase hex SHA-256 of those bytes: never published */
         unsigned nul_line;          /* first line holding a NUL byte, 0 when none */
         unsigned cr_line;           /* first line ending in a carriage return, 0 when none */
         bool missing_final_newline; /* non-empty file whose last line has no '\n' */
         unsigned syntax_line;       /* conf: line where bash -n fails, 0 when it passes */
         const char *syntax_message; /* static, NULL when it passes */
 } Document;
+
+/* What the agent publishes to tell contents apart (docs/OPERATIONS.md,
+ * "Which file identity is published"). A plain SHA-256 of a known file that
+ * holds one unknown low-entropy value (a proxy password) would let anyone who
+ * reads /metrics test guesses offline; an HMAC under a random key that never
+ * leaves the process is comparable within that process and useless outside
+ * it. The caller draws the key once (getrandom(2)); ids change when it does. */
+#define CONTENT_KEY_BYTES 32u
+#define CONTENT_ID_HEX    16u /* hex digits published: 64 bits */
+
+typedef struct ContentKey {
+        unsigned char bytes[CONTENT_KEY_BYTES];
+} ContentKey;
+
+/* Writes CONTENT_ID_HEX lowercase hex digits of HMAC-SHA256(key, the
+ * document's SHA-256) and a NUL to ret. Keying the digest rather than the
+ * bytes again keeps a cached Document's id one small HMAC away.
+ * Returns 0, -EIO when libcrypto fails. */
+int document_content_id(const Document *d, const ContentKey *key,
+                        char ret[static CONTENT_ID_HEX + 1]);
 
 /* Parses len bytes of data as a file of the given type.
  * Returns 0 with *ret a new Document owned by the caller, -EFBIG when len

@@ -40,6 +40,7 @@ typedef struct EvalSide {
         size_t len;
         const char
                 *what; /* how to name this side in messages, e.g. "ConfigMap key \"enroot.conf\"" */
+        const char *version; /* the ConfigMap version directory the bytes came from, or NULL */
 } EvalSide;
 
 typedef struct EvalInput {
@@ -60,6 +61,9 @@ typedef struct EvalInput {
          * mount and that may not be what the workload runs (workload.h): the
          * file is unverifiable, and this says why. */
         const char *unverifiable;
+        /* The key of the content ids in the report (document.h); NULL: none
+         * (FileReport.content_id stays ""). Borrowed. */
+        const ContentKey *content_key;
         /* Optional, one per side: see EvalCache. NULL: parse every time. */
         EvalCache *cache[_SIDE_MAX];
 } EvalInput;
@@ -67,7 +71,7 @@ typedef struct EvalInput {
 /* Evaluates one file. prev is this file's previous report (NULL the first
  * time): its since-timestamps carry over when the state is unchanged.
  * On success *ret is filled (owned by the caller: file_report_done()).
- * Returns 0 or -ENOMEM. */
+ * Returns 0, -ENOMEM, or -EIO when libcrypto cannot compute a content id. */
 int evaluate_file(const EvalInput *in, const FileReport *prev, uint64_t now_usec, FileReport *ret);
 
 /* DocType for a ConfigMap key: *.env files are environ.d files, everything

@@ -5,7 +5,8 @@
  * metrics_render() writes the Prometheus text exposition format 0.0.4,
  * metrics_render_status() the /status JSON document. Both borrow everything
  * they are given and never see a configuration value: only ConfigMap keys,
- * setting names, hashes, states and counts (the Report holds nothing else).
+ * setting names, version ids, keyed content ids (never a plain hash of a
+ * file), states and counts (the Report holds nothing else).
  *
  * Label values and JSON strings that come from file contents (setting names)
  * are made safe first: invalid UTF-8 becomes U+FFFD, anything longer than
@@ -127,7 +128,10 @@ int metrics_render_cached(StrBuf *out, MetricsCache *cache, const Report *r, uin
  *             "requests": [{"verb", "code", "count"}]},       (only when kept)
  *    "files": [{"key", "running_path", "state", "since", "detail",
  *               "superseded", "mount_version",
- *               "sha256": {"desired", "running"},   (null for a side not read)
+ *               "version": {"desired", "running"},  (the ConfigMap version
+ *                                                    directory; null: not read, unknown)
+ *               "content_id": {"desired", "running"}, (keyed, per process;
+ *                                                    null for a side not read)
  *               "lint": {"desired": {"errors", "warnings"}, "running": ...},
  *               "drift_since", "drifted_keys",
  *               "changes": [{"key", "change", "effective"}],

@@ -3,7 +3,8 @@
  * Layer 1 (pure): what the agent knows about this pod, as one value.
  * The manager owns the Report and replaces it after each evaluation; the
  * HTTP layer renders it (metrics, status JSON) and never changes it.
- * Nothing here holds a configuration value: only keys, hashes and states.
+ * Nothing here holds a configuration value: only keys, version ids, keyed
+ * content ids and states.
  */
 #pragma once
 
@@ -59,7 +60,12 @@ typedef struct FileReport {
         bool superseded;      /* the running mount comes from a version kubelet has replaced */
         char *mount_version;  /* version id in the running mount's root, or NULL */
         bool read[_SIDE_MAX]; /* that side was read */
-        char sha256[_SIDE_MAX][65]; /* hex, "" when not read */
+        /* The ConfigMap version directory each side's bytes came from (the
+         * desired side's ..data target; the running side's mount root), NULL
+         * when not read or not known. */
+        char *version[_SIDE_MAX];
+        /* document_content_id() of each side: "" when not read or no key. */
+        char content_id[_SIDE_MAX][CONTENT_ID_HEX + 1];
         size_t lint[_SIDE_MAX][_SEVERITY_MAX];
         KeyChange *changes; /* sorted by key, at most REPORT_MAX_KEY_CHANGES */
         size_t n_changes;

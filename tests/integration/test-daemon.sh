@@ -92,9 +92,9 @@ for i in $(seq 1 20); do
         publish "ENROOT_MOUNT_HOME=yes\nENROOT_REMAP_ROOT=yes\nENROOT_MAX_PROCESSORS=$i\n" 'NCCL_DEBUG=WARN\n'
 done
 expect_metric 'aicr_enroot_config_key_drift{file="enroot.conf",key="ENROOT_MAX_PROCESSORS",change="added"}' 1
-want=$(sha256sum "$WORK/src/enroot.conf" | cut -d' ' -f1)
-wait_for 3 sh -c "curl -sf http://127.0.0.1:$PORT/metrics | grep -q 'side=\"desired\",sha256=\"$want\"'" &&
-        pass || fail "after 20 updates the desired hash is not the last one"
+want=$(readlink "$cm/..data")
+wait_for 3 sh -c "curl -sf http://127.0.0.1:$PORT/metrics | grep -q 'side=\"desired\",version=\"$want\"'" &&
+        pass || fail "after 20 updates the desired version is not the last one"
 
 # --- bad input on either side: a clear state, the agent keeps serving ---------
 mv "$root/etc/enroot/enroot.conf" "$WORK/enroot.conf.saved"

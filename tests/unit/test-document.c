@@ -251,6 +251,25 @@ static void test_sha256(void **state) {
                             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
+/* HMAC-SHA256 of the hex SHA-256 under the key, cut to 16 hex digits, as
+ *   printf %s "$sha256" | openssl dgst -sha256 -mac HMAC -macopt hexkey:KEY
+ * computes it; another key gives another id. */
+static void test_content_id(void **state) {
+        _cleanup_(document_freep) Document *d = NULL;
+        ContentKey key, other;
+        char id[CONTENT_ID_HEX + 1];
+
+        for (unsigned i = 0; i < CONTENT_KEY_BYTES; i++) {
+                key.bytes[i] = (unsigned char) i;
+                other.bytes[i] = (unsigned char) (i + 1);
+        }
+        assert_int_equal(document_parse(DOC_ENV, "abc", 3, &d), 0);
+        assert_int_equal(document_content_id(d, &key, id), 0);
+        assert_string_equal(id, "4632ec1a59eabb3a");
+        assert_int_equal(document_content_id(d, &other, id), 0);
+        assert_string_equal(id, "b1ecd2aba716d34e");
+}
+
 static void test_key_helpers(void **state) {
         assert_string_equal(conf_key_suggest("ENROOT_MOUNT_HOM"), "ENROOT_MOUNT_HOME");
         assert_string_equal(conf_key_suggest("enroot_remap_root"), "ENROOT_REMAP_ROOT");
@@ -289,9 +308,10 @@ static void test_key_helpers(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_rows),       cmocka_unit_test(test_line_kinds),
-                cmocka_unit_test(test_file_flags), cmocka_unit_test(test_size_cap),
-                cmocka_unit_test(test_sha256),     cmocka_unit_test(test_key_helpers),
+                cmocka_unit_test(test_rows),        cmocka_unit_test(test_line_kinds),
+                cmocka_unit_test(test_file_flags),  cmocka_unit_test(test_size_cap),
+                cmocka_unit_test(test_sha256),      cmocka_unit_test(test_content_id),
+                cmocka_unit_test(test_key_helpers),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -71,6 +71,8 @@ static const Row rows[] = {
          true, 0, FILE_COSMETIC, true, NULL},
 };
 
+static const ContentKey test_key = {.bytes = "a fixed key for the tests only."};
+
 static void fill(const Row *r, EvalInput *in) {
         *in = (EvalInput){
                 .key = r->key,
@@ -82,15 +84,18 @@ static void fill(const Row *r, EvalInput *in) {
                 .nlink = r->nlink >= 0 ? (unsigned long) r->nlink : 0,
                 .mount_version = r->mount_version,
                 .mount_deleted = r->mount_deleted,
+                .content_key = &test_key,
         };
         in->side[SIDE_DESIRED] = (EvalSide){.error = r->desired_error,
                                             .data = r->desired,
                                             .len = r->desired ? strlen(r->desired) : 0,
-                                            .what = "ConfigMap key \"enroot.conf\""};
+                                            .what = "ConfigMap key \"enroot.conf\"",
+                                            .version = r->desired_version};
         in->side[SIDE_RUNNING] = (EvalSide){.error = r->running_error,
                                             .data = r->running,
                                             .len = r->running ? strlen(r->running) : 0,
-                                            .what = "/etc/enroot/enroot.conf"};
+                                            .what = "/etc/enroot/enroot.conf",
+                                            .version = r->mount_version};
 }
 
 static void test_rows(void **state) {
@@ -123,7 +128,8 @@ static void assert_same_report(const FileReport *a, const FileReport *b) {
         assert_string_equal(strnull(a->detail), strnull(b->detail));
         for (int s = 0; s < _SIDE_MAX; s++) {
                 assert_int_equal(a->read[s], b->read[s]);
-                assert_string_equal(a->sha256[s], b->sha256[s]);
+                assert_string_equal(a->content_id[s], b->content_id[s]);
+                assert_string_equal(strnull(a->version[s]), strnull(b->version[s]));
                 assert_memory_equal(a->lint[s], b->lint[s], sizeof a->lint[s]);
         }
         assert_int_equal(a->n_changes, b->n_changes);
@@ -207,6 +213,56 @@ static void test_cache(void **state) {
                 eval_cache_done(&cache[s]);
 }
 
+/* What the report publishes of each side's bytes: the version each came
+ * from, and a content id that is keyed (docs/OPERATIONS.md, "Which file
+ * identity is published"), never the bytes' plain SHA-256. */
+static void test_identity(void **state) {
+        static const ContentKey other_key = {.bytes = "another key, another process..."};
+        _cleanup_(file_report_done) FileReport same = {}, drifted = {}, rekeyed = {}, nokey = {},
+                                               missing = {};
+        _cleanup_(document_freep) Document *doc = NULL;
+        EvalInput in;
+
+        fill(&rows[0], &in); /* equal bytes, both from V1 */
+        assert_int_equal(evaluate_file(&in, NULL, 1, &same), 0);
+        assert_int_equal(strlen(same.content_id[SIDE_DESIRED]), CONTENT_ID_HEX);
+        assert_string_equal(same.content_id[SIDE_DESIRED], same.content_id[SIDE_RUNNING]);
+        assert_string_equal(same.version[SIDE_DESIRED], V1);
+        assert_string_equal(same.version[SIDE_RUNNING], V1);
+        /* not a piece of the plain SHA-256 */
+        assert_int_equal(document_parse(DOC_CONF, rows[0].desired, strlen(rows[0].desired), &doc),
+                         0);
+        assert_null(strstr(doc->sha256, same.content_id[SIDE_DESIRED]));
+
+        fill(&rows[2], &in); /* different bytes, V2 and V1 */
+        assert_int_equal(evaluate_file(&in, NULL, 1, &drifted), 0);
+        assert_string_not_equal(drifted.content_id[SIDE_DESIRED], drifted.content_id[SIDE_RUNNING]);
+        assert_string_equal(drifted.content_id[SIDE_RUNNING], same.content_id[SIDE_RUNNING]);
+        assert_string_equal(drifted.version[SIDE_DESIRED], V2);
+        assert_string_equal(drifted.version[SIDE_RUNNING], V1);
+
+        /* the same bytes under another key: another id */
+        fill(&rows[0], &in);
+        in.content_key = &other_key;
+        assert_int_equal(evaluate_file(&in, NULL, 1, &rekeyed), 0);
+        assert_string_not_equal(rekeyed.content_id[SIDE_DESIRED], same.content_id[SIDE_DESIRED]);
+
+        /* no key, no id; a version not known stays NULL */
+        fill(&rows[7], &in); /* not a mount: no running version */
+        in.content_key = NULL;
+        assert_int_equal(evaluate_file(&in, NULL, 1, &nokey), 0);
+        assert_true(nokey.read[SIDE_RUNNING]);
+        assert_string_equal(nokey.content_id[SIDE_RUNNING], "");
+        assert_null(nokey.version[SIDE_RUNNING]);
+
+        /* a side not read has neither */
+        fill(&rows[9], &in); /* running file missing */
+        assert_int_equal(evaluate_file(&in, NULL, 1, &missing), 0);
+        assert_false(missing.read[SIDE_RUNNING]);
+        assert_string_equal(missing.content_id[SIDE_RUNNING], "");
+        assert_null(missing.version[SIDE_RUNNING]);
+}
+
 static void test_unobservable(void **state) {
         _cleanup_(file_report_done) FileReport f = {};
         EvalInput in;
@@ -288,11 +344,9 @@ static void test_describe(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_rows),
-                cmocka_unit_test(test_cache),
-                cmocka_unit_test(test_unobservable),
-                cmocka_unit_test(test_since),
-                cmocka_unit_test(test_changes_bounded),
+                cmocka_unit_test(test_rows),     cmocka_unit_test(test_cache),
+                cmocka_unit_test(test_identity), cmocka_unit_test(test_unobservable),
+                cmocka_unit_test(test_since),    cmocka_unit_test(test_changes_bounded),
                 cmocka_unit_test(test_describe),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -66,7 +66,7 @@ static FileReport *file_init(Report *r, size_t i, const char *key, FileState sta
         f->running_path = strdup("/etc/enroot/x");
         f->state = state;
         for (Side s = 0; s < _SIDE_MAX; s++) {
-                memset(f->sha256[s], 'a' + (int) s, 64);
+                memset(f->content_id[s], 'a' + (int) s, CONTENT_ID_HEX);
                 f->read[s] = true;
         }
         return f;

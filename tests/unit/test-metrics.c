@@ -42,10 +42,16 @@ static Report *report_new(size_t n_files) {
         return r;
 }
 
-static void sha(FileReport *f, Side s, char fill) {
-        memset(f->sha256[s], fill, 64);
-        f->sha256[s][64] = '\0';
+/* The side was read: its content id is fill repeated, its version (NULL:
+ * unknown) the ConfigMap version directory its bytes came from. */
+static void side_read(FileReport *f, Side s, char fill, const char *version) {
+        memset(f->content_id[s], fill, CONTENT_ID_HEX);
+        f->content_id[s][CONTENT_ID_HEX] = '\0';
         f->read[s] = true;
+        if (version) {
+                f->version[s] = strdup(version);
+                assert_non_null(f->version[s]);
+        }
 }
 
 static FileReport *file_init(Report *r, size_t i, const char *key, const char *path,
@@ -100,8 +106,8 @@ static Report *sample_drifted(void) {
         f = file_init(r, 0, "enroot.conf", "/etc/enroot/enroot.conf", FILE_DRIFTED);
         f->superseded = true;
         f->mount_version = strdup("..2024_04_01_08_00_00.987654321");
-        sha(f, SIDE_DESIRED, 'a');
-        sha(f, SIDE_RUNNING, 'b');
+        side_read(f, SIDE_DESIRED, 'a', r->desired_version);
+        side_read(f, SIDE_RUNNING, 'b', f->mount_version);
         f->lint[SIDE_DESIRED][SEVERITY_WARNING] = 1;
         change_add(f, "ENROOT_MOUNT_HOME", CHANGE_CHANGED, true);
         change_add(f, "ENROOT_REMAP_ROOT", CHANGE_CHANGED, false);
@@ -110,8 +116,8 @@ static Report *sample_drifted(void) {
 
         f = file_init(r, 1, "99-aicr-defaults.env", "/etc/enroot/environ.d/99-aicr-defaults.env",
                       FILE_CURRENT);
-        sha(f, SIDE_DESIRED, 'c');
-        sha(f, SIDE_RUNNING, 'c');
+        side_read(f, SIDE_DESIRED, 'c', r->desired_version);
+        side_read(f, SIDE_RUNNING, 'c', NULL);
         r->pod = report_pod_state(r);
         return r;
 }
@@ -127,13 +133,13 @@ static Report *sample_current(void) {
         r->evaluated_usec = UINT64_C(1714564801000000);
 
         f = file_init(r, 0, "enroot.conf", "/etc/enroot/enroot.conf", FILE_COSMETIC);
-        sha(f, SIDE_DESIRED, 'a');
-        sha(f, SIDE_RUNNING, 'd');
+        side_read(f, SIDE_DESIRED, 'a', r->desired_version);
+        side_read(f, SIDE_RUNNING, 'd', NULL);
         change_add(f, "ENROOT_MOUNT_HOME", CHANGE_CHANGED, false);
         f = file_init(r, 1, "99-aicr-defaults.env", "/etc/enroot/environ.d/99-aicr-defaults.env",
                       FILE_CURRENT);
-        sha(f, SIDE_DESIRED, 'c');
-        sha(f, SIDE_RUNNING, 'c');
+        side_read(f, SIDE_DESIRED, 'c', r->desired_version);
+        side_read(f, SIDE_RUNNING, 'c', r->desired_version);
         r->pod = report_pod_state(r);
         return r;
 }
@@ -149,15 +155,15 @@ static Report *sample_unknown(void) {
 
         f = file_init(r, 0, "enroot.conf", "/etc/enroot/enroot.conf", FILE_MISSING);
         f->detail = strdup("the running file /etc/enroot/enroot.conf does not exist");
-        sha(f, SIDE_DESIRED, 'a');
+        side_read(f, SIDE_DESIRED, 'a', NULL);
         f = file_init(r, 1, "99-aicr-defaults.env", "/etc/enroot/environ.d/99-aicr-defaults.env",
                       FILE_UNREADABLE);
         f->detail = strdup("the running file is not readable (permission denied)");
-        sha(f, SIDE_DESIRED, 'c');
+        side_read(f, SIDE_DESIRED, 'c', NULL);
         f = file_init(r, 2, "extra.conf", "/etc/enroot/extra.conf", FILE_INVALID);
         f->detail = strdup("the ConfigMap's version has 2 lint errors");
-        sha(f, SIDE_DESIRED, 'e');
-        sha(f, SIDE_RUNNING, 'e');
+        side_read(f, SIDE_DESIRED, 'e', NULL);
+        side_read(f, SIDE_RUNNING, 'e', NULL);
         f->lint[SIDE_DESIRED][SEVERITY_ERROR] = 2;
         f->lint[SIDE_RUNNING][SEVERITY_ERROR] = 2;
         f->lint[SIDE_RUNNING][SEVERITY_WARNING] = 3;
@@ -181,8 +187,8 @@ static Report *sample_hostile(void) {
         r->desired_version = strdup("..v\"1\\\n");
 
         f = file_init(r, 0, "quote\"back\\slash\nnewline.conf", "/etc/\xff.conf", FILE_DRIFTED);
-        sha(f, SIDE_DESIRED, '0');
-        sha(f, SIDE_RUNNING, '1');
+        side_read(f, SIDE_DESIRED, '0', r->desired_version);
+        side_read(f, SIDE_RUNNING, '1', long_a);
         change_add(f, "A\"B", CHANGE_CHANGED, true);
         change_add(f, "C\\D", CHANGE_ADDED, true);
         change_add(f, "E\nF", CHANGE_REMOVED, true);
@@ -538,8 +544,12 @@ static void test_names(void **state) {
                 "aicr_enroot_config_key_drift{file=\"enroot.conf\",key=\"ENROOT_ROOTFS_WRITABLE\","
                 "change=\"added\"} 1\n",
                 "aicr_enroot_config_key_drift_omitted{file=\"enroot.conf\"} 0\n",
-                "aicr_enroot_config_info{file=\"enroot.conf\",side=\"desired\",sha256=\"aaaa",
-                "aicr_enroot_config_info{file=\"enroot.conf\",side=\"running\",sha256=\"bbbb",
+                "aicr_enroot_config_info{file=\"enroot.conf\",side=\"desired\","
+                "version=\"..2024_05_01_12_00_00.123456789\",content_id=\"aaaaaaaaaaaaaaaa\"} 1\n",
+                "aicr_enroot_config_info{file=\"enroot.conf\",side=\"running\","
+                "version=\"..2024_04_01_08_00_00.987654321\",content_id=\"bbbbbbbbbbbbbbbb\"} 1\n",
+                "aicr_enroot_config_info{file=\"99-aicr-defaults.env\",side=\"running\","
+                "content_id=\"cccccccccccccccc\"} 1\n",
                 "aicr_enroot_config_lint_findings{file=\"enroot.conf\",side=\"desired\","
                 "severity=\"warning\"} 1\n",
                 "aicr_enroot_config_drift_start_timestamp_seconds{file=\"enroot.conf\"} "
@@ -642,8 +652,13 @@ static void test_long_labels(void **state) {
 static void test_bounds(void **state) {
         _cleanup_(report_freep) Report *r = report_new(32);
         StrBuf small = STRBUF_INIT(1000);
-        char key[METRICS_MAX_LABEL_BYTES + 1];
+        char key[METRICS_MAX_LABEL_BYTES + 1], key_version[1001];
         _cleanup_free_ char *text = NULL;
+
+        /* a version id from a mount root longer than any label value */
+        memset(key_version, 'v', sizeof key_version - 1);
+        key_version[0] = key_version[1] = '.';
+        key_version[sizeof key_version - 1] = '\0';
 
         for (size_t i = 0; i < r->n_files; i++) {
                 char name[300];
@@ -652,8 +667,8 @@ static void test_bounds(void **state) {
                 memset(name, 'f', 250);
                 (void) snprintf(name + 250, sizeof name - 250, "%03zu", i);
                 f = file_init(r, i, name, "/etc/enroot/x", FILE_DRIFTED);
-                sha(f, SIDE_DESIRED, 'a');
-                sha(f, SIDE_RUNNING, 'b');
+                side_read(f, SIDE_DESIRED, 'a', key_version);
+                side_read(f, SIDE_RUNNING, 'b', key_version);
                 for (size_t j = 0; j < REPORT_MAX_KEY_CHANGES; j++) {
                         memset(key, 'K', sizeof key - 1);
                         (void) snprintf(key + METRICS_MAX_LABEL_BYTES - 4, 5, "%04zu", j);
