@@ -10,6 +10,9 @@
  * carries the rollout id, so an interrupted rollout is found again from the
  * cluster itself. A command-line program: it blocks, and talks to Slurm
  * through its commands and to Kubernetes through the agent's client.
+ * It acts on a pod's condition only when the pod's own agent wrote it: the
+ * admission policies that ensure it are bound, and the condition was written
+ * since (rollout_pod_verify()); other pods are reported unverified.
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -57,6 +60,7 @@ typedef struct Args {
         uint64_t jobs_timeout_usec, pod_timeout_usec, poll_usec;
         const char *rollout_id;
         bool json;
+        bool trust_unprotected; /* --trust-unprotected-conditions */
         SlurmConfig slurm;
         const char *self; /* POD_NAME: never replaced */
 } Args;
@@ -71,6 +75,7 @@ typedef struct Rollout {
         char id[ROLLOUT_ID_BYTES];
         bool id_found; /* a rollout in progress was found in the cluster */
         bool applying; /* apply runs: the id is this run's, found or new */
+        RolloutTrust trust;
         RolloutPod *pods[_ROLE_MAX];
         size_t n_pods[_ROLE_MAX];
         SlurmNodeList *nodes;
@@ -192,6 +197,10 @@ static int list_pods(Rollout *r, RolloutRole role) {
                 return log_oom();
         if (k < 0)
                 return log_error_errno(k, "GET %s: %s.", path, error ? error : "too many pods");
+        for (size_t i = 0; i < r->n_pods[role]; i++)
+                if (rollout_pod_verify(&r->pods[role][i], &r->trust,
+                                       (int64_t) (now_usec(CLOCK_REALTIME) / 1000000u)) < 0)
+                        return log_oom();
         return 0;
 }
 
@@ -218,7 +227,84 @@ static int get_pod(Rollout *r, const char *name, RolloutRole role, RolloutPod *r
         json_decref(pod);
         if (k < 0)
                 return log_error_errno(k, "GET %s: the answer is not a usable pod.", path);
+        if (rollout_pod_verify(ret, &r->trust, (int64_t) (now_usec(CLOCK_REALTIME) / 1000000u)) <
+            0) {
+                rollout_pod_done(ret);
+                return log_oom();
+        }
         return 1;
+}
+
+/* GET of a cluster-scoped admission object: 1 with *ret, 0 when it does not
+ * exist, -EACCES when the rollout may not read it (*ret_why says so), else
+ * a failure (logged). */
+static int get_admission(Rollout *r, const char *resource, const char *name, json_t **ret,
+                         char **ret_why) {
+        _cleanup_(kube_result_done) KubeResult res = {};
+        _cleanup_free_ char *path = NULL;
+        KubeStatus st;
+        int k;
+
+        if (asprintf(&path, "/apis/admissionregistration.k8s.io/v1/%s/%s", resource, name) < 0)
+                return log_oom();
+        k = kube_request(r, KUBE_VERB_GET, "GET", path, NULL, &res);
+        if (k < 0)
+                return k;
+        if (res.status == 404)
+                return 0;
+        if (res.status == 401 || res.status == 403) {
+                kube_status_parse(res.body, res.body_len, &st);
+                if (asprintf(ret_why,
+                             "GET %s: %ld %s (the rollout needs get on validatingadmissionpolicies "
+                             "and validatingadmissionpolicybindings, cluster-wide)",
+                             path, res.status, st.reason[0] ? st.reason : "Forbidden") < 0)
+                        return log_oom();
+                return -EACCES;
+        }
+        if (res.status != 200)
+                return answer_error(r, "GET", path, &res);
+        *ret = json_loadb(res.body, res.body_len, 0, NULL);
+        if (!*ret)
+                return log_error_errno(-EBADMSG, "GET %s: the answer is not JSON.", path);
+        return 1;
+}
+
+/* Whether the admission policies that leave each pod's condition to its own
+ * agent are in force, and since when: r->trust. */
+static int read_trust(Rollout *r) {
+        static const char *const names[] = {ROLLOUT_POLICY_OWN_POD, ROLLOUT_POLICY_CONDITION};
+        int64_t since = 0;
+
+        rollout_trust_done(&r->trust);
+        r->trust.unchecked = r->args->trust_unprotected;
+        if (r->trust.unchecked)
+                return 0;
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                _cleanup_(json_decrefp) json_t *policy = NULL, *binding = NULL;
+                int64_t t = 0;
+                int k;
+
+                k = get_admission(r, "validatingadmissionpolicies", names[i], &policy,
+                                  &r->trust.why_not);
+                if (k >= 0)
+                        k = get_admission(r, "validatingadmissionpolicybindings", names[i],
+                                          &binding, &r->trust.why_not);
+                if (k == -EACCES)
+                        return 0;
+                if (k < 0)
+                        return k;
+                k = rollout_policy_check(
+                        policy, binding, names[i],
+                        streq(names[i], ROLLOUT_POLICY_CONDITION) ? r->args->condition_type : NULL,
+                        &t, &r->trust.why_not);
+                if (k == -ENOMEM)
+                        return log_oom();
+                if (k < 0)
+                        return 0;
+                since = t > since ? t : since;
+        }
+        r->trust.since_sec = since;
+        return 0;
 }
 
 static int delete_pod(Rollout *r, const RolloutPod *p) {
@@ -290,6 +376,9 @@ static int load(Rollout *r) {
         char found[ROLLOUT_ID_BYTES] = "";
         int k;
 
+        k = read_trust(r);
+        if (k < 0)
+                return k;
         for (RolloutRole role = 0; role < _ROLE_MAX; role++) {
                 k = list_pods(r, role);
                 if (k < 0)
@@ -377,6 +466,16 @@ static bool held(const Rollout *r, const SlurmNode *n) {
         return c == CLAIM_OURS || c == CLAIM_REPLACED;
 }
 
+static size_t count_unverified(const Rollout *r) {
+        size_t n = 0;
+
+        for (RolloutRole role = 0; role < _ROLE_MAX; role++)
+                for (size_t i = 0; i < r->n_pods[role]; i++)
+                        n += r->pods[role][i].verdict == VERDICT_UNVERIFIED &&
+                             !excluded(r, r->pods[role][i].node);
+        return n;
+}
+
 static size_t count_work(const Rollout *r) {
         size_t n = 0;
 
@@ -399,9 +498,11 @@ static void describe(Rollout *r) {
                                              : r->args->self && streq(r->args->self, p->name)
                                                      ? "skip (runs this rollout)"
                                              : excluded(r, p->node) ? "skip (excluded)"
-                                                                    : "skip (unknown)";
+                                             : p->verdict == VERDICT_UNVERIFIED
+                                                     ? "skip (unverified)"
+                                                     : "skip (unknown)";
 
-                        say(r, "  %-6s %-32s %-20s %-8s %s (%s)", rollout_role_to_string(role),
+                        say(r, "  %-6s %-32s %-20s %-10s %s (%s)", rollout_role_to_string(role),
                             p->name, strempty(p->node), pod_verdict_to_string(p->verdict), action,
                             p->why);
                         (void) json_array_append_new(
@@ -420,6 +521,24 @@ static void describe(Rollout *r) {
         }
         (void) json_object_set_new(r->report, "pods", pods);
         (void) json_object_set_new(r->report, "nodes", nodes);
+        (void) json_object_set_new(r->report, "conditions_protected",
+                                   r->trust.unchecked ? json_null()
+                                                      : json_boolean(!r->trust.why_not));
+        if (r->trust.unchecked)
+                say(r, "--trust-unprotected-conditions: every pod's condition is believed, "
+                       "whoever wrote it.");
+        else if (r->trust.why_not && count_unverified(r) > 0)
+                say(r,
+                    "unverified: no condition is believed: %s. Apply "
+                    "container/kubernetes/validatingadmissionpolicy.yaml (Kubernetes 1.30 and "
+                    "later), or see --trust-unprotected-conditions.",
+                    r->trust.why_not);
+        else if (count_unverified(r) > 0)
+                say(r,
+                    "unverified: %zu pod(s) whose condition was not written since the admission "
+                    "policies were bound: left alone until their agent writes it again or they "
+                    "are replaced.",
+                    count_unverified(r));
 }
 
 /* ---------------------------------------------------------------------------
@@ -805,6 +924,13 @@ static void help(void) {
                "  --poll-interval MS        how often to look while waiting (default 2000)\n"
                "  --rollout-id ID           continue or abort this rollout\n"
                "  --format text|json        json: a report on stdout, progress on stderr\n"
+               "  --trust-unprotected-conditions\n"
+               "                            believe every pod's condition, whoever wrote it\n"
+               "                            (clusters without the admission policies); by\n"
+               "                            default a condition counts only while the policies\n"
+               "                            " ROLLOUT_POLICY_OWN_POD " and\n"
+               "                            " ROLLOUT_POLICY_CONDITION "\n"
+               "                            are bound with Deny, and only when written since\n"
                "  --sinfo, --squeue, --scontrol PATH   the Slurm commands\n\n"
                "Exit status: 0 done or nothing to do; 1 plan/status: work to do, or blocked\n"
                "(nothing changed); 2 bad option; 3 a step failed or timed out.\n");
@@ -841,6 +967,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 {"poll-interval", required_argument, NULL, 'i'},
                 {"rollout-id", required_argument, NULL, 'r'},
                 {"format", required_argument, NULL, 'f'},
+                {"trust-unprotected-conditions", no_argument, NULL, 'T'},
                 {"sinfo", required_argument, NULL, '1'},
                 {"squeue", required_argument, NULL, '2'},
                 {"scontrol", required_argument, NULL, '3'},
@@ -943,6 +1070,9 @@ static int parse_args(int argc, char **argv, Args *a) {
                                 return -EINVAL;
                         }
                         a->json = streq(optarg, "json");
+                        break;
+                case 'T':
+                        a->trust_unprotected = true;
                         break;
                 case '1':
                         a->slurm.sinfo = optarg;
@@ -1047,6 +1177,7 @@ static void rollout_done(Rollout *r) {
         slurm_node_list_free(r->nodes);
         json_decref(r->report);
         json_decref(r->steps);
+        rollout_trust_done(&r->trust);
         free(r->namespace);
         free(r->api_url);
 }
@@ -1066,7 +1197,7 @@ static int finish(Rollout *r, int status, const char *result) {
 int cmd_rollout(int argc, char **argv) {
         _cleanup_(rollout_done) Rollout r = {};
         Args a;
-        size_t work, blockers;
+        size_t work, blockers, unverified;
         int k;
 
         k = parse_args(argc, argv, &a);
@@ -1099,11 +1230,16 @@ int cmd_rollout(int argc, char **argv) {
         work = count_work(&r);
         blockers = report_blockers(&r);
 
+        unverified = count_unverified(&r);
         switch (a.action) {
         case ACTION_PLAN:
         case ACTION_STATUS:
                 if (blockers > 0)
                         return finish(&r, EXIT_ROLLOUT_BLOCKED, "blocked");
+                if (work == 0 && unverified > 0)
+                        return finish(&r, EXIT_ROLLOUT_BLOCKED,
+                                      "unverified: nothing to do for the pods whose condition "
+                                      "is believed; the unverified ones are left alone");
                 if (work == 0)
                         return finish(&r, EXIT_ROLLOUT_DONE, "nothing to do: every pod is current");
                 return finish(&r, EXIT_ROLLOUT_BLOCKED,
@@ -1120,6 +1256,10 @@ int cmd_rollout(int argc, char **argv) {
         case ACTION_APPLY:
                 if (blockers > 0)
                         return finish(&r, EXIT_ROLLOUT_BLOCKED, "blocked: nothing was changed");
+                if (work == 0 && unverified > 0)
+                        return finish(&r, EXIT_ROLLOUT_BLOCKED,
+                                      "unverified: nothing was changed; the unverified pods are "
+                                      "left alone");
                 if (work == 0)
                         return finish(&r, EXIT_ROLLOUT_DONE, "nothing to do: every pod is current");
                 r.applying = true;
@@ -1138,10 +1278,14 @@ int cmd_rollout(int argc, char **argv) {
                 if (load(&r) < 0)
                         return finish(&r, EXIT_ROLLOUT_FAILED, "failed: could not verify");
                 describe(&r);
-                return finish(&r, count_work(&r) == 0 ? EXIT_ROLLOUT_DONE : EXIT_ROLLOUT_FAILED,
-                              count_work(&r) == 0 ? "done: every pod is current and every node "
-                                                    "this rollout drained is back in service"
-                                                  : "incomplete: see the pods above");
+                if (count_work(&r) > 0)
+                        return finish(&r, EXIT_ROLLOUT_FAILED, "incomplete: see the pods above");
+                if (count_unverified(&r) > 0)
+                        return finish(&r, EXIT_ROLLOUT_FAILED,
+                                      "incomplete: the unverified pods above were left alone");
+                return finish(&r, EXIT_ROLLOUT_DONE,
+                              "done: every pod is current and every node this rollout drained is "
+                              "back in service");
         }
         return EXIT_ROLLOUT_FAILED;
 }

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "rollout.h"
+#include "workload.h"
 
 static const char *const role_names[_ROLE_MAX] = {
         [ROLE_WORKER] = "worker",
@@ -15,6 +16,7 @@ static const char *const verdict_names[_VERDICT_MAX] = {
         [VERDICT_STALE] = "stale",
         [VERDICT_CURRENT] = "current",
         [VERDICT_UNKNOWN] = "unknown",
+        [VERDICT_UNVERIFIED] = "unverified",
 };
 
 static const char *const claim_names[_CLAIM_MAX] = {
@@ -53,6 +55,23 @@ RolloutPod *rollout_pods_free(RolloutPod *pods, size_t n) {
 static const char *string_at(const json_t *o, const char *a, const char *b) {
         const json_t *x = json_object_get(o, a);
         return json_string_value(b ? json_object_get(x, b) : x);
+}
+
+/* An RFC 3339 time in seconds, or -1. */
+static int64_t time_sec(const char *s) {
+        uint64_t usec;
+
+        if (!s || workload_parse_time(s, &usec) < 0)
+                return -1;
+        return (int64_t) (usec / 1000000u);
+}
+
+static void format_sec(int64_t sec, char buf[static 32]) {
+        time_t t = (time_t) sec;
+        struct tm tm;
+
+        if (!gmtime_r(&t, &tm) || strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+                (void) snprintf(buf, 32, "%lld", (long long) sec);
 }
 
 static bool condition_true(const json_t *conditions, const char *type) {
@@ -110,6 +129,9 @@ int rollout_pod_from_json(const json_t *pod, RolloutRole role, const char *condi
                 p.why = NULL;
         if (!p.why)
                 return -ENOMEM;
+        p.has_condition = c != NULL;
+        p.written_sec = time_sec(json_string_value(json_object_get(c, "lastProbeTime")));
+        p.created_sec = time_sec(string_at(pod, "metadata", "creationTimestamp"));
         p.ready = condition_true(conditions, "Ready");
         p.terminating = json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp") &&
                         !json_is_null(json_object_get(json_object_get(pod, "metadata"),
@@ -218,4 +240,128 @@ NodeClaim rollout_node_claim(const SlurmNode *n, const char *id) {
         if (slurm_node_is_unavailable(n))
                 return CLAIM_FOREIGN;
         return CLAIM_AVAILABLE;
+}
+
+void rollout_trust_done(RolloutTrust *t) {
+        free(t->why_not);
+        *t = (RolloutTrust){};
+}
+
+/* True when one of the expressions in list (objects with "expression")
+ * quotes word as a CEL string literal. */
+static bool expressions_quote(const json_t *list, const char *word) {
+        _cleanup_free_ char *single = NULL, *dbl = NULL;
+        const json_t *x;
+        size_t i;
+
+        if (asprintf(&single, "'%s'", word) < 0 || asprintf(&dbl, "\"%s\"", word) < 0)
+                return false;
+        json_array_foreach(list, i, x) {
+                const char *e = json_string_value(json_object_get(x, "expression"));
+                if (e && (strstr(e, single) || strstr(e, dbl)))
+                        return true;
+        }
+        return false;
+}
+
+static bool is_admission_object(const json_t *o, const char *kind, const char *name) {
+        const char *k = string_at(o, "kind", NULL), *v = string_at(o, "apiVersion", NULL),
+                   *n = string_at(o, "metadata", "name");
+        return k && streq(k, kind) && v && streq(v, "admissionregistration.k8s.io/v1") && n &&
+               streq(n, name);
+}
+
+int rollout_policy_check(const json_t *policy, const json_t *binding, const char *name,
+                         const char *condition_type, int64_t *ret_since_sec, char **ret_why) {
+        const json_t *spec = json_object_get(policy, "spec"),
+                     *bspec = json_object_get(binding, "spec"), *a;
+        const char *failure = string_at(spec, "failurePolicy", NULL),
+                   *target = string_at(bspec, "policyName", NULL);
+        int64_t pt = time_sec(string_at(policy, "metadata", "creationTimestamp")),
+                bt = time_sec(string_at(binding, "metadata", "creationTimestamp"));
+        bool deny = false;
+        size_t i;
+        int k = 0;
+
+        json_array_foreach(json_object_get(bspec, "validationActions"), i, a) deny =
+                deny || (json_is_string(a) && streq(json_string_value(a), "Deny"));
+        if (!policy)
+                k = asprintf(ret_why, "ValidatingAdmissionPolicy %s does not exist", name);
+        else if (!binding)
+                k = asprintf(ret_why, "ValidatingAdmissionPolicyBinding %s does not exist", name);
+        else if (!is_admission_object(policy, "ValidatingAdmissionPolicy", name) || pt < 0)
+                k = asprintf(ret_why,
+                             "the answer for ValidatingAdmissionPolicy %s is not that policy "
+                             "with a creationTimestamp",
+                             name);
+        else if (!is_admission_object(binding, "ValidatingAdmissionPolicyBinding", name) || bt < 0)
+                k = asprintf(ret_why,
+                             "the answer for ValidatingAdmissionPolicyBinding %s is not that "
+                             "binding with a creationTimestamp",
+                             name);
+        else if (failure && streq(failure, "Ignore"))
+                k = asprintf(ret_why,
+                             "ValidatingAdmissionPolicy %s has failurePolicy Ignore: a failed "
+                             "check lets the write through",
+                             name);
+        else if (condition_type &&
+                 !expressions_quote(json_object_get(spec, "validations"), condition_type) &&
+                 !expressions_quote(json_object_get(spec, "variables"), condition_type))
+                k = asprintf(ret_why,
+                             "ValidatingAdmissionPolicy %s does not protect condition type %s "
+                             "(no expression names it: edit the policy for --condition-type)",
+                             name, condition_type);
+        else if (!target || !streq(target, name))
+                k = asprintf(ret_why, "ValidatingAdmissionPolicyBinding %s binds policy %s, not %s",
+                             name, target ? target : "(none)", name);
+        else if (!deny)
+                k = asprintf(ret_why,
+                             "ValidatingAdmissionPolicyBinding %s does not deny (validationActions "
+                             "without Deny)",
+                             name);
+        else {
+                *ret_since_sec = pt > bt ? pt : bt;
+                return 0;
+        }
+        if (k < 0)
+                return -ENOMEM;
+        return -EPERM;
+}
+
+int rollout_pod_verify(RolloutPod *p, const RolloutTrust *t, int64_t now_sec) {
+        char written[32], since[32];
+        char *why = NULL;
+        int k = 0;
+
+        if (t->unchecked || !p->has_condition || p->verdict == VERDICT_UNVERIFIED)
+                return 0;
+        format_sec(p->written_sec, written);
+        format_sec(t->since_sec, since);
+        if (t->why_not)
+                k = asprintf(&why, "unverified: %s; the condition says %s", t->why_not, p->why);
+        else if (p->created_sec > t->since_sec)
+                return 0; /* a pod is created without status: every write came later */
+        else if (p->written_sec < 0)
+                k = asprintf(&why,
+                             "unverified: the condition has no lastProbeTime, so nothing shows "
+                             "it was written since the admission policies (%s); it says %s",
+                             since, p->why);
+        else if (p->written_sec > now_sec + ROLLOUT_MAX_CLOCK_AHEAD_SEC)
+                k = asprintf(&why,
+                             "unverified: the condition's lastProbeTime %s is in the future; it "
+                             "says %s",
+                             written, p->why);
+        else if (p->written_sec <= t->since_sec)
+                k = asprintf(&why,
+                             "unverified: the condition was written at %s, not after the "
+                             "admission policies were bound (%s); it says %s",
+                             written, since, p->why);
+        else
+                return 0;
+        if (k < 0)
+                return -ENOMEM;
+        free(p->why);
+        p->why = why;
+        p->verdict = VERDICT_UNVERIFIED;
+        return 0;
 }

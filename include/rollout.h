@@ -31,6 +31,15 @@
 #define ROLLOUT_UNVERIFIABLE_REASON "WorkloadUnverifiable"
 /* Pods of one role considered; more is refused. */
 #define ROLLOUT_MAX_PODS            65536u
+/* The admission policies, each bound by a binding of the same name, that
+ * leave a pod's condition to the pod's own agent
+ * (container/kubernetes/validatingadmissionpolicy.yaml): the agent writes
+ * only its own pod's status; nobody else changes its condition. */
+#define ROLLOUT_POLICY_OWN_POD      "aicr-enroot-agent-own-pod-status"
+#define ROLLOUT_POLICY_CONDITION    "aicr-enroot-agent-condition-writers"
+/* A condition written further ahead of this machine's clock than this is
+ * not believed (its time was not the agent's). */
+#define ROLLOUT_MAX_CLOCK_AHEAD_SEC 300
 
 typedef enum RolloutRole {
         ROLE_WORKER,
@@ -39,9 +48,10 @@ typedef enum RolloutRole {
 } RolloutRole;
 
 typedef enum PodVerdict {
-        VERDICT_STALE,   /* the agent says False, or Unknown WorkloadUnverifiable: replace it */
-        VERDICT_CURRENT, /* True: never touched */
-        VERDICT_UNKNOWN, /* Unknown, or no condition (no agent): not replaced, reported */
+        VERDICT_STALE,      /* the agent says False, or Unknown WorkloadUnverifiable: replace it */
+        VERDICT_CURRENT,    /* True: never touched */
+        VERDICT_UNKNOWN,    /* Unknown, or no condition (no agent): not replaced, reported */
+        VERDICT_UNVERIFIED, /* a condition its agent may not have written: not replaced, reported */
         _VERDICT_MAX,
 } PodVerdict;
 
@@ -54,6 +64,9 @@ typedef struct RolloutPod {
         char *why;        /* the condition's reason, or "no EnrootConfigCurrent condition" */
         bool ready;       /* condition Ready=True */
         bool terminating; /* metadata.deletionTimestamp is set */
+        bool has_condition;
+        int64_t written_sec; /* the condition's lastProbeTime (its last write), or -1 */
+        int64_t created_sec; /* metadata.creationTimestamp, or -1 */
 } RolloutPod;
 
 const char *rollout_role_to_string(RolloutRole r);
@@ -74,6 +87,33 @@ int rollout_pods_from_list(const json_t *list, RolloutRole role, const char *con
                            bool node_from_hostname, RolloutPod **ret_pods, size_t *ret_n,
                            const char **ret_error);
 RolloutPod *rollout_pods_free(RolloutPod *pods, size_t n);
+
+/* Whether the pods' conditions can be believed. */
+typedef struct RolloutTrust {
+        bool unchecked;    /* --trust-unprotected-conditions: every condition is believed */
+        char *why_not;     /* the policies are not in force (why), so no condition is believed */
+        int64_t since_sec; /* else: in force since then (the latest creationTimestamp) */
+} RolloutTrust;
+
+void rollout_trust_done(RolloutTrust *t);
+
+/* Checks one policy of ROLLOUT_POLICY_* and its binding (the API server's
+ * objects; NULL: not found) as the rollout needs them: the policy named name,
+ * failurePolicy not Ignore, with condition_type (when not NULL) quoted in one
+ * of its expressions; the binding named name, for that policy, with Deny
+ * among its validationActions. Returns 0 with *ret_since_sec the later
+ * creationTimestamp of the two, -EPERM with *ret_why (free it) saying what
+ * is wrong, or -ENOMEM. */
+int rollout_policy_check(const json_t *policy, const json_t *binding, const char *name,
+                         const char *condition_type, int64_t *ret_since_sec, char **ret_why);
+
+/* Makes p VERDICT_UNVERIFIED, with why it cannot be believed in p->why, when
+ * its condition may have been written by anyone but its agent: t says the
+ * policies are not in force; or the pod is older than them and its
+ * condition's lastProbeTime is missing, not after t->since_sec, or more than
+ * ROLLOUT_MAX_CLOCK_AHEAD_SEC after now_sec. A pod without the condition,
+ * and every pod under t->unchecked, is left as it is. Returns 0 or -ENOMEM. */
+int rollout_pod_verify(RolloutPod *p, const RolloutTrust *t, int64_t now_sec);
 
 /* A new id for a rollout starting at now_usec (CLOCK_REALTIME). */
 void rollout_id_format(uint64_t now_usec, char buf[static ROLLOUT_ID_BYTES]);

@@ -9,6 +9,9 @@
 # The caller sets NS, CLUSTER (slurm-cluster.sh), slurm (its directory), CTL
 # (the fake's control port) and keeps the pods it started from in
 # $WORK/pods.json.
+# The agent's condition carries the times the agent writes (lastProbeTime:
+# now), and seed_policies gives the fake the admission policies the rollout
+# checks before it believes a condition.
 
 WSEL=app.kubernetes.io/instance=slinky-slurm-worker-slinky
 LSEL=app.kubernetes.io/instance=slinky-slurm-login-slinky
@@ -27,7 +30,7 @@ pod_json() {
         [ "$3" = login ] && label=${LSEL#*=}
         jq -nc --arg name "$1" --arg uid "$2" --arg lbl "$label" --arg status "$4" \
                 --arg reason "$reason" --arg host "${5:-}" --arg hostnet "${6:-}" --arg ns "$NS" \
-                --arg role "$3" '
+                --arg role "$3" --arg now "$(date -u +%Y-%m-%dT%H:%M:%SZ)" '
                 {metadata: {name: $name, namespace: $ns, uid: $uid,
                             labels: ({"app.kubernetes.io/instance": $lbl} +
                                      if $role != "worker" then {} else
@@ -40,7 +43,31 @@ pod_json() {
                         (if $hostnet == "" then {} else {hostNetwork: true, nodeName: $hostnet} end)),
                  status: {conditions: [{type: "Ready", status: "True"},
                                        {type: "EnrootConfigCurrent", status: $status,
-                                        reason: $reason, message: "test"}]}}'
+                                        reason: $reason, message: "test",
+                                        lastTransitionTime: $now, lastProbeTime: $now}]}}'
+}
+# seed_policies [CREATED]: the two admission policies of
+# container/kubernetes/validatingadmissionpolicy.yaml and their bindings (the
+# fields the rollout reads), created at CREATED (RFC 3339; default an hour
+# ago, before every condition the pods carry).
+seed_policies() {
+        local created=${1:-$(date -u -d '1 hour ago' +%Y-%m-%dT%H:%M:%SZ)} name
+        for name in aicr-enroot-agent-own-pod-status aicr-enroot-agent-condition-writers; do
+                jq -nc --arg n "$name" --arg t "$created" '
+                        {apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy",
+                         metadata: {name: $n, creationTimestamp: $t},
+                         spec: {failurePolicy: "Fail",
+                                variables: [{name: "conditionType", expression: "\u0027EnrootConfigCurrent\u0027"}],
+                                validations: [{expression: "true"}]}}' |
+                        curl -sf -X POST "$CTL/validatingadmissionpolicies" -H 'Content-Type: application/json' \
+                                --data-binary @- >/dev/null || return 1
+                jq -nc --arg n "$name" --arg t "$created" '
+                        {apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding",
+                         metadata: {name: $n, creationTimestamp: $t},
+                         spec: {policyName: $n, validationActions: ["Deny"]}}' |
+                        curl -sf -X POST "$CTL/validatingadmissionpolicybindings" -H 'Content-Type: application/json' \
+                                --data-binary @- >/dev/null || return 1
+        done
 }
 # worker_json N UID STATUS: worker pod slurm-worker-slinky-N, Slurm node
 # slinky-N; with HOSTNET set for it (HOSTNET="3"), a hostNetwork pod whose

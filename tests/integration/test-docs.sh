@@ -15,8 +15,9 @@
 #    each fail, naming file:line.
 # 2. Cases. The run blocks are run with bash, as written, against: the fake
 #    API server (tests/tools/fake-apiserver, TLS) serving namespace slurm
-#    with Slinky-shaped worker and login pods carrying the agent's condition
-#    and the enroot ConfigMap;
+#    with Slinky-shaped worker and login pods carrying the agent's condition,
+#    the enroot ConfigMap, and the admission policies OPERATIONS.md's deploy
+#    step applies before the agents (which the rollout checks);
 #    real kubectl pointed at it by a kubeconfig in $KUBECONFIG (the test CA,
 #    the fake's bearer token, namespace slurm); the agent binary on PATH as
 #    aicr-enroot-agent; a real four-node Slurm cluster
@@ -227,6 +228,10 @@ jq '{kind: "ConfigMapList", apiVersion: "v1",
         "$TEST_DATA_DIR/configmap/configmap.json" >"$WORK/configmaps.json"
 kube_pki "$WORK/sa" "$NS" docs-test-token
 start_fake "$WORK/pods.json" --namespace "$NS" --configmaps "$WORK/configmaps.json"
+# The admission policies, as OPERATIONS.md's deploy step 3 applies them before
+# the agents start (a real-cluster block: the fake takes them through its
+# control port); the rollout believes the pods' conditions only under them.
+seed_policies || { echo "FAIL: cannot give the fake API server the admission policies" >&2; exit 1; }
 export KUBECONFIG=$WORK/kubeconfig
 cat >"$KUBECONFIG" <<EOF
 apiVersion: v1
@@ -463,6 +468,9 @@ case_rollout_proxy() {
                 fail "$(where rollout-proxy): port 8001, which the README's kubectl proxy takes, is in use on this machine"
                 return
         fi
+        # the docs install the policies the rollout checks, before the agents
+        grep -q '^   kubectl apply -f container/kubernetes/validatingadmissionpolicy.yaml' "$TOP_SRCDIR/docs/OPERATIONS.md" &&
+                pass || fail "docs/OPERATIONS.md no longer applies validatingadmissionpolicy.yaml, which rollout needs"
         reset_pods
         start_controller
         run_doc_lines rollout-proxy
@@ -473,6 +481,8 @@ case_rollout_proxy() {
         expect_out rollout-proxy "plan names the stale worker" 'worker slurm-worker-slinky-2 *slinky-2 *stale *replace'
         expect_out rollout-proxy "plan changes nothing" 'planned: run `rollout apply` to do it'
         expect_out rollout-proxy "apply's result" 'done: every pod is current and every node this rollout drained is back in service'
+        [ "$(ctl GET /requests | jq '[.[] | select(.path | startswith("/apis/admissionregistration.k8s.io/v1/")) | select(.status == 200)] | length >= 4')" = true ] &&
+                pass || fail "$(where rollout-proxy): the rollout did not read the admission policies through the proxy"
         [ "$(deletes)" = "slurm-worker-slinky-1 slurm-worker-slinky-2 " ] && pass ||
                 fail "$(where rollout-proxy): pods deleted: '$(deletes)'"
         # every request reached the fake with the proxy's token

@@ -480,6 +480,57 @@ expect_eq "involvedObject in another namespace" 422 \
         "$(api POST "$BASE/events" -H 'Content-Type: application/json' --data-binary "$(event worker-0.2 other)")"
 expect_eq "event: invalid JSON" 400 "$(api POST "$BASE/events" -H 'Content-Type: application/json' --data-binary '{')"
 
+# --- admission policies: cluster-scoped, read-only, 404 until the test creates them -----
+ADM=/apis/admissionregistration.k8s.io/v1
+VAP=aicr-enroot-agent-condition-writers
+expect_eq "policy: missing" 404 "$(api GET "$ADM/validatingadmissionpolicies/$VAP")"
+expect_eq "policy: the real server's 404" \
+        "Status Failure NotFound 404 validatingadmissionpolicies.admissionregistration.k8s.io \"$VAP\" not found $VAP admissionregistration.k8s.io validatingadmissionpolicies" \
+        "$(body '[.kind, .status, .reason, .code, .message, .details.name, .details.group, .details.kind] | join(" ")')"
+expect_eq "binding: missing" 404 "$(api GET "$ADM/validatingadmissionpolicybindings/$VAP")"
+expect_eq "binding: the real server's 404" "validatingadmissionpolicybindings.admissionregistration.k8s.io \"$VAP\" not found" "$(body .message)"
+policy='{"metadata": {"name": "'$VAP'"}, "spec": {"failurePolicy": "Fail",
+          "validations": [{"expression": "true"}]}}'
+expect_eq "control: create a policy" 201 "$(ctl POST /validatingadmissionpolicies -o /dev/null -w '%{http_code}' -d "$policy")"
+expect_eq "policy: found" 200 "$(api GET "$ADM/validatingadmissionpolicies/$VAP")"
+expect_eq "policy: kind and apiVersion first, as the real server writes them" \
+        "kind apiVersion metadata spec" "$(body 'keys_unsorted | join(" ")')"
+expect_eq "policy: what the server sets" "ValidatingAdmissionPolicy admissionregistration.k8s.io/v1 1 true true true" \
+        "$(body '[.kind, .apiVersion, .metadata.generation, (.metadata.uid | length == 36),
+                  (.metadata.creationTimestamp | test("^[0-9-]{10}T[0-9:]{8}Z$")), (.metadata.resourceVersion | test("^[0-9]+$"))] | map(tostring) | join(" ")')"
+expect_eq "policy: cluster-scoped, no namespace" null "$(body .metadata.namespace)"
+expect_eq "policy: list" "ValidatingAdmissionPolicyList $VAP null" \
+        "$(api GET "$ADM/validatingadmissionpolicies" >/dev/null; body '[.kind, .items[0].metadata.name, (.items[0].kind | tostring)] | join(" ")')"
+expect_eq "policy: read-only" 405 "$(api DELETE "$ADM/validatingadmissionpolicies/$VAP")"
+expect_eq "policy: needs the token" 401 "$(TOKEN=wrong api GET "$ADM/validatingadmissionpolicies/$VAP")"
+expect_eq "policy: an unknown resource of the group" 404 "$(api GET "$ADM/mutatingadmissionpolicies/$VAP")"
+binding() { # ACTIONS [CREATED]
+        printf '{"metadata": {"name": "%s"%s}, "spec": {"policyName": "%s", "validationActions": %s}}' \
+                "$VAP" "${2:+, \"creationTimestamp\": \"$2\"}" "$VAP" "$1"
+}
+expect_eq "control: a binding without validationActions" 422 \
+        "$(ctl POST /validatingadmissionpolicybindings -o /dev/null -w '%{http_code}' -d "$(binding '[]')")"
+expect_eq "control: a binding with an unknown action" 422 \
+        "$(ctl POST /validatingadmissionpolicybindings -o /dev/null -w '%{http_code}' -d "$(binding '["Block"]')")"
+expect_eq "control: a binding with a duplicate action" 422 \
+        "$(ctl POST /validatingadmissionpolicybindings -o /dev/null -w '%{http_code}' -d "$(binding '["Deny","Deny"]')")"
+expect_eq "control: a namespaced binding" 422 \
+        "$(ctl POST /validatingadmissionpolicybindings -o /dev/null -w '%{http_code}' \
+                -d '{"metadata": {"name": "x", "namespace": "slurm"}, "spec": {"policyName": "x", "validationActions": ["Deny"]}}')"
+expect_eq "control: a policy posted as a binding" 422 \
+        "$(ctl POST /validatingadmissionpolicybindings -o /dev/null -w '%{http_code}' \
+                -d '{"kind": "ValidatingAdmissionPolicy", "metadata": {"name": "x"}, "spec": {"policyName": "x", "validationActions": ["Deny"]}}')"
+expect_eq "policy: no binding made by refused requests" 404 "$(api GET "$ADM/validatingadmissionpolicybindings/$VAP")"
+expect_eq "control: create a binding, older" 201 \
+        "$(ctl POST /validatingadmissionpolicybindings -o /dev/null -w '%{http_code}' -d "$(binding '["Deny","Audit"]' 2026-01-01T00:00:00Z)")"
+expect_eq "binding: found, with the creationTimestamp given" \
+        "ValidatingAdmissionPolicyBinding 2026-01-01T00:00:00Z $VAP Deny,Audit" \
+        "$(api GET "$ADM/validatingadmissionpolicybindings/$VAP" >/dev/null
+           body '[.kind, .metadata.creationTimestamp, .spec.policyName, (.spec.validationActions | join(","))] | join(" ")')"
+expect_eq "control: delete the binding" 200 "$(ctl DELETE "/validatingadmissionpolicybindings/$VAP" -o /dev/null -w '%{http_code}')"
+expect_eq "binding: gone" 404 "$(api GET "$ADM/validatingadmissionpolicybindings/$VAP")"
+expect_eq "control: delete a missing binding" 404 "$(ctl DELETE "/validatingadmissionpolicybindings/$VAP" -o /dev/null -w '%{http_code}')"
+
 # --- control port hygiene ------------------------------------------------------------------
 expect_eq "control: invalid JSON" 400 "$(ctl POST /faults -o /dev/null -w '%{http_code}' -d '{')"
 expect_eq "control: unknown endpoint" 404 "$(ctl GET /nope -o /dev/null -w '%{http_code}')"

@@ -4,7 +4,7 @@
 # validate-manifests.js (kubernetes-models schemas, strict about unknown
 # fields; Pod Security "restricted" for the agent container where its mode
 # allows; requests equal to limits; the admission policy's CEL on sample
-# requests; every alert's runbook a heading of docs/OPERATIONS.md; the promtool
+# requests; the NetworkPolicy's ports; every alert's runbook a heading of docs/OPERATIONS.md; the promtool
 # tests fed series shaped as kube-state-metrics and the real agent export
 # them; the files agree with each other, with the Containerfile and with the
 # metrics the real binary exports), then `promtool check rules` and
@@ -177,8 +177,20 @@ reject "a runbook that is no heading of the guide" "is a heading of docs/OPERATI
         prometheusrule.yaml 's/#rbac-errors/#rbac-error/'
 reject "no label AICR's Prometheus selects" "which AICR's Prometheus selects" \
         podmonitor.yaml '/^    release: kube-prometheus-stack/d'
-reject "an admission policy that lets the agent patch any pod" "the policy denies the agent patching another pod" \
+reject "an admission policy that lets the agent patch any pod" "the policies deny the agent patching another pod" \
         validatingadmissionpolicy.yaml 's/ == \[request.name\]/ != []/'
+reject "an admission policy that lets anyone change the condition" "the policies deny another user changing the condition" \
+        validatingadmissionpolicy.yaml 's/"variables.after == variables.before"/"true"/'
+reject "an admission policy for another condition type" "names the agent's condition type" \
+        validatingadmissionpolicy.yaml "s/'EnrootConfigCurrent'/'EnrootConfigFresh'/"
+reject "a binding that only warns" "enforces the policy (validationActions: Deny)" \
+        validatingadmissionpolicy.yaml '$s/validationActions: \[Deny\]/validationActions: [Warn]/'
+reject "a NetworkPolicy that opens the agent's port to everyone" "admits the namespace monitoring only" \
+        networkpolicy.yaml 's/endPort: 9099/endPort: 9100/'
+reject "a NetworkPolicy that closes UDP (srun, slurmd)" "every other port stays open to anyone" \
+        networkpolicy.yaml '/protocol: UDP/,+2d'
+reject "a NetworkPolicy that selects other pods" "selects the Slinky worker and login pods" \
+        networkpolicy.yaml 's/- slinky-slurm-login-slinky/- slinky-slurm-controller/'
 reject "a patch that replaces a bundle's volume" "is the agent's own" \
         agent/sidecar/nodeset.yaml 's/- name: aicr-enroot-agent-token/- name: enroot-config/'
 reject "a port the PodMonitor does not scrape" "scrapes the agent's named port" \

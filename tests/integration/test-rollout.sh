@@ -8,7 +8,11 @@
 # --exclude); a running job (apply waits); a replacement that never becomes
 # Ready (timeout, status, abort restores only the rollout's nodes); an
 # interrupted apply continued by a second one; the rolling strategy; a
-# hostNetwork worker, whose Slurm node only Slinky's pod-hostname label names.
+# hostNetwork worker, whose Slurm node only Slinky's pod-hostname label names;
+# conditions it cannot attribute to the pods' own agents (no admission
+# policies, a binding that does not deny, policies it may not read, a
+# condition older than the binding): reported unverified, never acted on,
+# unless --trust-unprotected-conditions.
 . "$(dirname "$0")/lib.sh"
 
 : "${TOP_SRCDIR:?run through make check}"
@@ -44,7 +48,8 @@ kube_pki "$WORK/sa" "$NS" rollout-token
 . "$(dirname "$0")/rollout-lib.sh"
 
 # start_pods "0:False 1:True ..." LOGIN-STATUS: worker pods slurm-worker-slinky-N
-# (Slurm node slinky-N) with that condition, one login pod.
+# (Slurm node slinky-N) with that condition, one login pod; and the admission
+# policies, bound an hour ago (seed_policies), unless NO_POLICIES is set.
 start_pods() {
         local spec w
         stop_fake
@@ -59,6 +64,7 @@ start_pods() {
                 echo ']}'
         } >"$WORK/pods.json"
         start_fake "$WORK/pods.json" --namespace "$NS"
+        [ -n "${NO_POLICIES:-}" ] || seed_policies || fail "cannot seed the admission policies"
 }
 
 rollout() { # ACTION ARGS...: runs the rollout, stdout in $WORK/out, stderr in $WORK/err, sets RC
@@ -74,6 +80,8 @@ expect_rc() { # WANT LABEL
 node_field() { scontrol --oneliner show node "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 node_state() { node_field "$1" State; }
 node_reason() { scontrol --oneliner show node "$1" | sed -n 's/.* Reason=\(.*\) \[.*/\1/p'; }
+# why POD: the pod's verdict and why, from a --format json report in $WORK/out
+why() { jq -r --arg n "$1" '.pods[] | select(.name == $n) | "\(.verdict) \(.action): \(.why)"' "$WORK/out"; }
 deletes() { ctl GET /requests | jq -r '.[] | select(.method == "DELETE") | .path | sub(".*/"; "")' | tr '\n' ' '; }
 # Every node back in service, no reasons, for the next case.
 reset_nodes() {
@@ -111,6 +119,85 @@ rollout apply
 expect_rc 0 "apply, nothing stale"
 [ -z "$(deletes)" ] && pass || fail "pods deleted with nothing stale: $(deletes)"
 wait_for 10 all_idle && pass || fail "nodes touched: $(sinfo -N)"
+
+# --- conditions the rollout cannot attribute to the pods' own agents -----------------
+section "no admission policies: every condition unverified, nothing changed"
+NO_POLICIES=1 start_pods "0:True 1:False 2:False 3:True" True
+rollout plan --format json
+expect_rc 1 "plan without the admission policies"
+[ "$(jq -r '[.pods[].verdict] | unique | join(" ")' "$WORK/out")" = unverified ] && pass ||
+        fail "verdicts without the policies: $(jq -c '[.pods[] | [.name, .verdict, .action]]' "$WORK/out")"
+case "$(why slurm-worker-slinky-1)" in
+"unverified skip (unverified): unverified: ValidatingAdmissionPolicy aicr-enroot-agent-own-pod-status does not exist; the condition says ConfigDrifted") pass ;;
+*) fail "why slinky-1 is unverified: $(why slurm-worker-slinky-1)" ;;
+esac
+jq -e '.conditions_protected == false' "$WORK/out" >/dev/null && pass || fail "conditions_protected: $(jq .conditions_protected "$WORK/out")"
+grep -q 'unverified: no condition is believed: .*Apply container/kubernetes/validatingadmissionpolicy.yaml' "$WORK/err" &&
+        pass || fail "no hint at the policy: $(cat "$WORK/err")"
+[ "$(ctl GET /requests | jq -r '[.[] | select(.path | startswith("/apis/admissionregistration")) | .path] | first')" = \
+        /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/aicr-enroot-agent-own-pod-status ] &&
+        pass || fail "the policy was not asked for: $(ctl GET /requests | jq -c '[.[].path]')"
+rollout apply
+expect_rc 1 "apply without the admission policies"
+grep -q 'unverified: nothing was changed' "$WORK/out" && pass || fail "apply says: $(cat "$WORK/out")"
+[ -z "$(deletes)" ] && pass || fail "pods deleted without the policies: $(deletes)"
+all_idle && pass || fail "nodes drained without the policies: $(sinfo -N -o '%N %T %E')"
+# the opt-out: the conditions are believed as they are
+start_controller
+rollout apply --trust-unprotected-conditions
+expect_rc 0 "apply --trust-unprotected-conditions"
+[ "$(deletes)" = "slurm-worker-slinky-1 slurm-worker-slinky-2 " ] && pass || fail "deleted with the opt-out: '$(deletes)'"
+grep -q -- '--trust-unprotected-conditions: every pod.s condition is believed' "$WORK/out" && pass ||
+        fail "the opt-out is not said: $(head -3 "$WORK/out")"
+wait_for 10 all_idle && pass || fail "not back in service: $(sinfo -N -o '%N %T %E')"
+stop_controller
+reset_nodes
+
+section "a binding that does not deny; policies the rollout may not read"
+start_pods "0:True 1:False 2:True 3:True" True
+ctl DELETE /validatingadmissionpolicybindings/aicr-enroot-agent-condition-writers >/dev/null
+ctl POST /validatingadmissionpolicybindings \
+        '{"metadata": {"name": "aicr-enroot-agent-condition-writers"}, "spec": {"policyName": "aicr-enroot-agent-condition-writers", "validationActions": ["Warn", "Audit"]}}' >/dev/null
+rollout apply --format json
+expect_rc 1 "apply with a binding that only warns"
+case "$(why slurm-worker-slinky-1)" in
+*"ValidatingAdmissionPolicyBinding aicr-enroot-agent-condition-writers does not deny"*) pass ;;
+*) fail "a warning binding: $(why slurm-worker-slinky-1)" ;;
+esac
+[ -z "$(deletes)" ] && pass || fail "pods deleted under a warning binding: $(deletes)"
+start_pods "0:True 1:False 2:True 3:True" True
+ctl POST /faults '{"match": {"path_prefix": "/apis/admissionregistration.k8s.io/"}, "status": 403, "count": 100,
+        "message": "validatingadmissionpolicies.admissionregistration.k8s.io \"aicr-enroot-agent-own-pod-status\" is forbidden"}' >/dev/null
+rollout plan --format json
+expect_rc 1 "plan without get on the policies"
+case "$(why slurm-worker-slinky-1)" in
+*"GET /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/aicr-enroot-agent-own-pod-status: 403 Forbidden (the rollout needs get on validatingadmissionpolicies and validatingadmissionpolicybindings"*) pass ;;
+*) fail "a 403 on the policy: $(why slurm-worker-slinky-1)" ;;
+esac
+ctl DELETE /faults >/dev/null
+
+section "a condition written before the binding: unverified, the rest goes on"
+start_pods "0:True 1:False 2:False 3:True" True
+# slinky-1's agent last wrote before the policies were bound (an hour ago)
+ctl POST /pods/slurm-worker-slinky-1/rewrite-conditions "$(ctl GET /pods/slurm-worker-slinky-1 |
+        jq -c '.status.conditions | map(if .type == "EnrootConfigCurrent" then .lastProbeTime = "2020-01-01T00:00:00Z" else . end)')" >/dev/null
+rollout plan --format json
+expect_rc 1 "plan with an old condition"
+case "$(why slurm-worker-slinky-1)" in
+"unverified skip (unverified): unverified: the condition was written at 2020-01-01T00:00:00Z, not after the admission policies were bound ("*"); it says ConfigDrifted") pass ;;
+*) fail "an old condition: $(why slurm-worker-slinky-1)" ;;
+esac
+[ "$(why slurm-worker-slinky-2)" = "stale replace: ConfigDrifted" ] && pass || fail "a fresh condition: $(why slurm-worker-slinky-2)"
+jq -e '.conditions_protected == true' "$WORK/out" >/dev/null && pass || fail "conditions_protected: $(jq .conditions_protected "$WORK/out")"
+start_controller
+rollout apply
+expect_rc 3 "apply with an old condition"
+grep -q 'incomplete: the unverified pods above were left alone' "$WORK/out" && pass || fail "apply says: $(tail -3 "$WORK/out")"
+[ "$(deletes)" = "slurm-worker-slinky-2 " ] && pass || fail "deleted with an old condition: '$(deletes)'"
+[ "$(node_state slinky-1)" = IDLE ] && pass || fail "slinky-1 touched: $(node_state slinky-1) $(node_reason slinky-1)"
+wait_for 10 all_idle && pass || fail "not back in service: $(sinfo -N -o '%N %T %E')"
+stop_controller
+reset_nodes
 
 # --- an agent that cannot see what slurmd runs: the pod is replaced ------------------
 section "an agent that cannot see what slurmd runs"

@@ -59,6 +59,7 @@ const core = depsRequire('kubernetes-models/v1');
 const rbac = depsRequire('kubernetes-models/rbac.authorization.k8s.io/v1');
 const monitoring = depsRequire('@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1');
 const admission = depsRequire('kubernetes-models/admissionregistration.k8s.io/v1');
+const networking = depsRequire('kubernetes-models/networking.k8s.io/v1');
 
 // --- reporting -----------------------------------------------------------------
 let failures = 0;
@@ -313,6 +314,7 @@ function checkAgent(file, set, podSpec, expect, shared) {
                 check(/^(?=.*[a-z])[a-z0-9]([a-z0-9-]*[a-z0-9])?$/.test(named.name) && named.name.length <= 15,
                         `${where}: the port name is a valid IANA service name`, named.name);
                 shared.portNames.add(named.name);
+                shared.portNumbers.add(port);
         }
         const ready = agent.readinessProbe && agent.readinessProbe.exec && agent.readinessProbe.exec.command;
         check(ready && ready[0] === opts.entrypoint && ready.includes('--check'),
@@ -577,7 +579,7 @@ function checkRuleTests(known, ruleAlerts) {
 
 // --- main --------------------------------------------------------------------------------------
 const files = fs.readdirSync(opts.dir).filter((f) => /\.ya?ml$/.test(f)).sort();
-const shared = { portNames: new Set(), serviceAccounts: new Set(), images: new Set(), agents: {}, commands: [] };
+const shared = { portNames: new Set(), portNumbers: new Set(), serviceAccounts: new Set(), images: new Set(), agents: {}, commands: [] };
 const objects = [];
 
 // the post-renderer's variants
@@ -624,6 +626,7 @@ for (const file of files) {
                         'monitoring.coreos.com/v1/PrometheusRule': monitoring.PrometheusRule,
                         'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy': admission.ValidatingAdmissionPolicy,
                         'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding': admission.ValidatingAdmissionPolicyBinding,
+                        'networking.k8s.io/v1/NetworkPolicy': networking.NetworkPolicy,
                 }[`${obj.apiVersion}/${obj.kind}`];
                 if (!check(Model, `${id}: a kind this check knows (${obj.apiVersion})`)) continue;
                 validateStrict(Model, obj, id);
@@ -677,6 +680,43 @@ if (check(podMonitor, 'podmonitor.yaml has a PodMonitor')) {
         check(relabel.some((r) => r.targetLabel === 'node'), 'the PodMonitor sets node');
 }
 
+// --- the NetworkPolicy: the agent's port from Prometheus's namespace only, every other port as before
+// AICR's kube-prometheus-stack runs in this namespace.
+const MONITORING_NAMESPACE = 'monitoring';
+const [netpol] = byKind('NetworkPolicy');
+if (check(netpol, 'networkpolicy.yaml has a NetworkPolicy')) {
+        const spec = netpol.spec;
+        check(same(spec.podSelector, { matchExpressions: [{ key: 'app.kubernetes.io/instance', operator: 'In',
+                values: [SLINKY_INSTANCES.nodesets, SLINKY_INSTANCES.loginsets] }] }),
+        'the NetworkPolicy selects the Slinky worker and login pods, as the PodMonitor does');
+        check(same(spec.policyTypes, ['Ingress']), 'the NetworkPolicy restricts ingress only');
+        const agentPort = [...shared.portNumbers][0];
+        // Which peers reach PROTOCOL/PORT: 'anyone', a list of peers, or nothing.
+        const reach = (protocol, port) => {
+                const peers = [];
+                for (const rule of spec.ingress || []) {
+                        const hit = !rule.ports || rule.ports.some((p) => (p.protocol || 'TCP') === protocol &&
+                                (p.port === undefined || (typeof p.port === 'number' &&
+                                        port >= p.port && port <= (p.endPort || p.port))));
+                        if (!hit) continue;
+                        if (!rule.from || rule.from.length === 0) return 'anyone';
+                        peers.push(...rule.from);
+                }
+                return peers;
+        };
+        check(same(reach('TCP', agentPort), [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': MONITORING_NAMESPACE } } }]),
+                `the agent's port ${agentPort} admits the namespace ${MONITORING_NAMESPACE} only`, JSON.stringify(reach('TCP', agentPort)));
+        const closed = [];
+        for (const protocol of ['TCP', 'UDP', 'SCTP']) {
+                for (let port = 1; port <= 65535; port++) {
+                        if (protocol === 'TCP' && port === agentPort) continue;
+                        if (reach(protocol, port) !== 'anyone') closed.push(`${protocol}/${port}`);
+                }
+        }
+        check(closed.length === 0, "every other port stays open to anyone (slurmd's 6818, sshd, srun's ephemeral ports)",
+                `${closed.length} closed, first ${closed.slice(0, 3).join(', ')}`);
+}
+
 // the variants differ only where they must
 const agents = shared.agents;
 const plain = agents['agent/plain-container'];
@@ -723,55 +763,116 @@ if (check(promRule, 'prometheusrule.yaml has a PrometheusRule')) {
         fs.writeFileSync(path.join(opts.out, 'prometheusrule.bare.rules.yaml'), YAML.stringify(bare));
 }
 
-// --- the admission policy, on sample requests --------------------------------------------------
+// --- the admission policies, on sample requests --------------------------------------------------
 // Each expression is evaluated by a CEL implementation (@marcbachmann/cel-js)
 // on admission requests shaped as the API server builds them: the pod's name
 // in request.name, the caller in request.userInfo (a pod-bound token's user
 // carries extra["authentication.kubernetes.io/pod-name"]; a user without
-// extra has no extra field). A request is admitted unless every match
-// condition holds and a validation is false; an evaluation error counts as a
-// denial (failurePolicy: Fail).
+// extra has no extra field), the pod before and after in oldObject and
+// object. Variables are evaluated in order into `variables`. A request is
+// admitted unless every match condition holds and a validation is false; an
+// evaluation error counts as a denial (failurePolicy: Fail). Both policies
+// decide every request.
+const header = (file) => fs.readFileSync(path.join(__dirname, '..', '..', 'include', file), 'utf8');
+const define = (file, name) => {
+        const m = header(file).match(new RegExp(`#define\\s+${name}\\s+"([^"]*)"`));
+        return m ? m[1] : undefined;
+};
 async function checkPolicy() {
-        const [policy] = byKind('ValidatingAdmissionPolicy');
-        const [vapBinding] = byKind('ValidatingAdmissionPolicyBinding');
-        if (!check(policy && vapBinding, 'validatingadmissionpolicy.yaml has a ValidatingAdmissionPolicy and its binding')) return;
-        check(vapBinding.spec.policyName === policy.metadata.name && same(vapBinding.spec.validationActions, ['Deny']),
-                'the binding enforces the policy (validationActions: Deny)');
-        check(policy.spec.failurePolicy === 'Fail', 'the policy fails closed');
-        check(same(policy.spec.matchConstraints.resourceRules, [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'],
-                resources: ['pods/status'] }]), 'the policy matches updates (and patches) of pods/status, and nothing else');
+        const policies = byKind('ValidatingAdmissionPolicy');
+        const vapBindings = byKind('ValidatingAdmissionPolicyBinding');
+        // the names `rollout` checks before it believes a condition, and the agent's condition type
+        const names = [define('rollout.h', 'ROLLOUT_POLICY_OWN_POD'), define('rollout.h', 'ROLLOUT_POLICY_CONDITION')];
+        const conditionType = define('condition-type.h', 'CONDITION_DEFAULT_TYPE');
+        if (!check(names.every(Boolean) && conditionType, 'the policy names and the condition type are read from include/')) return;
+        check(same(policies.map((p) => p.metadata.name).sort(), [...names].sort()),
+                `validatingadmissionpolicy.yaml has the policies rollout checks: ${names.join(', ')}`,
+                policies.map((p) => p.metadata.name).join(', '));
+        for (const policy of policies) {
+                const name = policy.metadata.name;
+                const b = vapBindings.find((x) => x.metadata.name === name);
+                check(b && b.spec.policyName === name && same(b.spec.validationActions, ['Deny']),
+                        `the binding ${name}, of the same name as rollout expects, enforces the policy (validationActions: Deny)`);
+                check(policy.spec.failurePolicy === 'Fail', `the policy ${name} fails closed`);
+                check(same(policy.spec.matchConstraints.resourceRules, [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'],
+                        resources: ['pods/status'] }]), `the policy ${name} matches updates (and patches) of pods/status, and nothing else`);
+        }
+        check(vapBindings.length === policies.length, 'one binding per policy');
+        const conditionPolicy = policies.find((p) => p.metadata.name === names[1]);
+        if (conditionPolicy) {
+                const quoted = [...(conditionPolicy.spec.variables || []), ...(conditionPolicy.spec.validations || [])]
+                        .some((x) => x.expression.includes(`'${conditionType}'`));
+                check(quoted, `the policy ${names[1]} names the agent's condition type '${conditionType}', as rollout checks`);
+        }
         const cel = await import(pathToFileURL(depsRequire.resolve('@marcbachmann/cel-js')).href);
         const agentUser = sa ? `system:serviceaccount:${sa.metadata.namespace}:${sa.metadata.name}` : '';
-        const request = (name, username, extra) => {
+        const cond = (status, time) => ({ type: conditionType, status, reason: status === 'True' ? 'ConfigCurrent' : 'ConfigDrifted',
+                message: 'm', lastTransitionTime: time, lastProbeTime: time });
+        const ready = { type: 'Ready', status: 'True', lastTransitionTime: '2026-12-01T10:00:00Z' };
+        const slurmState = (message) => ({ type: 'SlurmNodeStateIdle', status: 'True', message });
+        const pod = (...conditions) => ({ status: conditions.length ? { phase: 'Running', conditions } : { phase: 'Running' } });
+        const drifted = cond('False', '2026-12-01T10:00:00Z');
+        const current = cond('True', '2026-12-01T10:00:00Z');
+        const request = (name, username, extra, before, after) => {
                 const userInfo = { username, uid: '5b2c', groups: ['system:serviceaccounts', 'system:authenticated'] };
                 if (extra) userInfo.extra = extra;
                 return { request: { name, namespace: 'slurm', operation: 'UPDATE', subResource: 'status',
-                        resource: { group: '', version: 'v1', resource: 'pods' }, userInfo } };
+                        resource: { group: '', version: 'v1', resource: 'pods' }, userInfo },
+                oldObject: before || pod(ready, drifted), object: after || pod(ready, drifted) };
         };
-        const bound = (pod) => ({ 'authentication.kubernetes.io/pod-name': [pod], 'authentication.kubernetes.io/pod-uid': ['0f0f'] });
+        const bound = (p) => ({ 'authentication.kubernetes.io/pod-name': [p], 'authentication.kubernetes.io/pod-uid': ['0f0f'] });
+        const operator = 'system:serviceaccount:slinky:slurm-operator';
+        const kubelet = 'system:node:gpu-1';
         const cases = [
                 ['the agent patching its own pod', request('slinky-0', agentUser, bound('slinky-0')), true],
+                ['the agent changing its own pod\'s condition', request('slinky-0', agentUser, bound('slinky-0'), pod(ready, current), pod(ready, drifted)), true],
+                ['the agent adding its condition to its own pod', request('slinky-0', agentUser, bound('slinky-0'), pod(ready), pod(ready, current)), true],
                 ['the agent patching another pod', request('slinky-1', agentUser, bound('slinky-0')), false],
                 ['the agent patching a login pod from a worker pod', request('slinky-slurm-login-slinky-7c9', agentUser, bound('slinky-0')), false],
                 ['the agent with a token bound to no pod', request('slinky-0', agentUser, null), false],
                 ['the agent with other extra only', request('slinky-0', agentUser, { 'authentication.kubernetes.io/credential-id': ['JTI=1'] }), false],
                 ['the agent with two pod names', request('slinky-0', agentUser, { 'authentication.kubernetes.io/pod-name': ['slinky-0', 'slinky-1'] }), false],
-                ['the slurm operator patching any pod', request('slinky-1', 'system:serviceaccount:slinky:slurm-operator', bound('slurm-operator-0')), true],
-                ['kubelet, with no extra', request('slinky-1', 'system:node:gpu-1', null), true],
-                ['the same name in another namespace', request('slinky-1', 'system:serviceaccount:other:aicr-enroot-agent', bound('x')), true],
+                ['the slurm operator patching any pod', request('slinky-1', operator, bound('slurm-operator-0')), true],
+                ['the slurm operator rewriting its own conditions, the agent\'s kept',
+                        request('slinky-1', operator, null, pod(ready, slurmState('a'), drifted), pod(ready, slurmState('b'), drifted)), true],
+                ['the slurm operator dropping the agent\'s condition (a stale cache)',
+                        request('slinky-1', operator, null, pod(ready, slurmState('a'), drifted), pod(ready, slurmState('b'))), false],
+                ['the slurm operator reverting the agent\'s condition (a stale cache)',
+                        request('slinky-1', operator, null, pod(ready, drifted), pod(ready, current)), false],
+                ['kubelet, with no extra', request('slinky-1', kubelet, null), true],
+                ['kubelet changing Ready only', request('slinky-1', kubelet, null, pod(ready, drifted),
+                        pod({ ...ready, status: 'False' }, drifted)), true],
+                ['kubelet on a pod without the condition', request('slinky-1', kubelet, null, pod(ready), pod()), true],
+                ['kubelet on a pod without status conditions', request('slinky-1', kubelet, null, pod(), pod(ready)), true],
+                ['another user creating the condition', request('slinky-1', 'admin', null, pod(ready), pod(ready, drifted)), false],
+                ['another user changing the condition', request('slinky-1', 'admin', null, pod(ready, current), pod(ready, drifted)), false],
+                ['another user changing only its lastProbeTime', request('slinky-1', 'admin', null, pod(ready, drifted),
+                        pod(ready, { ...drifted, lastProbeTime: '2026-12-02T10:00:00Z' })), false],
+                ['another user removing the condition', request('slinky-1', 'admin', null, pod(ready, drifted), pod(ready)), false],
+                ['another user removing every condition', request('slinky-1', 'admin', null, pod(ready, drifted), pod()), false],
+                ['another user adding a second condition of the type', request('slinky-1', 'admin', null, pod(ready, drifted),
+                        pod(ready, drifted, current)), false],
+                ['the agent of another namespace changing the condition',
+                        request('slinky-1', 'system:serviceaccount:other:aicr-enroot-agent', bound('x'), pod(ready, current), pod(ready, drifted)), false],
+                ['the same name in another namespace, the condition kept', request('slinky-1', 'system:serviceaccount:other:aicr-enroot-agent', bound('x')), true],
         ];
         for (const [what, ctx, allowed] of cases) {
-                let decision;
+                let decision = true;
                 let error = '';
-                try {
-                        const matched = (policy.spec.matchConditions || []).every((c) => cel.evaluate(c.expression, ctx) === true);
-                        decision = !matched || policy.spec.validations.every((v) => cel.evaluate(v.expression, ctx) === true);
-                } catch (e) {
-                        error = e.message;
-                        decision = false;
+                for (const policy of policies) {
+                        try {
+                                const c = { ...ctx, variables: {} };
+                                const matched = (policy.spec.matchConditions || []).every((m) => cel.evaluate(m.expression, c) === true);
+                                if (!matched) continue;
+                                for (const v of policy.spec.variables || []) c.variables[v.name] = cel.evaluate(v.expression, c);
+                                if (!policy.spec.validations.every((v) => cel.evaluate(v.expression, c) === true)) decision = false;
+                        } catch (e) {
+                                error = `${policy.metadata.name}: ${e.message}`;
+                                decision = false;
+                        }
                 }
-                check(decision === allowed && error === '', `the policy ${allowed ? 'admits' : 'denies'} ${what}`,
-                        error || `it ${decision ? 'admits' : 'denies'} it`);
+                check(decision === allowed && error === '', `the policies ${allowed ? 'admit' : 'deny'} ${what}`,
+                        error || `they ${decision ? 'admit' : 'deny'} it`);
         }
 }
 

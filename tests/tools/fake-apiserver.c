@@ -23,6 +23,10 @@
  *   GET    /api, /api/v1, /apis, /apis/events.k8s.io/v1   (discovery, for kubectl)
  *   GET    /api/v1/namespaces/NS   (the namespace itself, for kubectl)
  *   GET    /api/v1/namespaces/NS/configmaps[/NAME]   (--configmaps FILE, read-only)
+ *   GET    /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies[/NAME]
+ *   GET    /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings[/NAME]
+ *          (cluster-scoped, read-only: the control port creates them; 404
+ *          for a name it did not)
  * Every request needs "Authorization: Bearer T" where T is the token file's
  * content at that moment (the file is re-read on every request, trailing
  * newlines ignored), so a test rotates the token by rewriting the file.
@@ -68,7 +72,10 @@
  * fallback), list paging (limit is ignored and the whole list answered, as
  * the real server does for resourceVersion=0; no continue tokens),
  * resourceVersionMatch, /version, /openapi, watches and writes of
- * ConfigMaps, and every other resource and subresource: RBAC objects,
+ * ConfigMaps, discovery of admissionregistration.k8s.io (kubectl cannot
+ * get the admission policies, only a client that knows their paths),
+ * writes and watches of admission policies and their bindings, and every
+ * other resource and subresource: RBAC objects,
  * access reviews, logs, exec and port-forward get 404.
  *
  * Container statuses are the test's to set (the control port's
@@ -1147,8 +1154,9 @@ struct Server {
         uint64_t requests_dropped;
         int arrivals_fd; /* --arrivals, or -1 */
 
-        json_t *events;     /* stored Events */
-        json_t *configmaps; /* --configmaps: name -> ConfigMap, read-only */
+        json_t *events;       /* stored Events */
+        json_t *configmaps;   /* --configmaps: name -> ConfigMap, read-only */
+        json_t *admission[2]; /* admission_kinds[i]: name -> object (control port) */
 
         Request *live; /* requests in progress, both ports */
 };
@@ -2600,6 +2608,125 @@ static int api_configmap(Server *s, Request *r, const Route *rt, enum MHD_Result
         return 1;
 }
 
+/* ---------------------------------------------------------------------------
+ * ValidatingAdmissionPolicies and their bindings: cluster-scoped, read-only
+ * on the API port, created and deleted through the control port. */
+
+#define ADMISSION_GROUP       "admissionregistration.k8s.io"
+#define ADMISSION_API_VERSION ADMISSION_GROUP "/v1"
+
+static const struct {
+        const char *resource, *kind;
+} admission_kinds[] = {
+        {"validatingadmissionpolicies", "ValidatingAdmissionPolicy"},
+        {"validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding"},
+};
+
+static ssize_t admission_kind_of(const char *resource, size_t len) {
+        for (size_t i = 0; i < ELEMENTSOF(admission_kinds); i++)
+                if (strlen(admission_kinds[i].resource) == len &&
+                    strncmp(admission_kinds[i].resource, resource, len) == 0)
+                        return (ssize_t) i;
+        return -1;
+}
+
+/* What the real server's validation refuses in the fields a client reads;
+ * NULL when obj is acceptable. */
+static const char *admission_invalid(size_t k, const json_t *obj) {
+        const json_t *spec = json_object_get(obj, "spec"), *actions, *a;
+        const char *name = json_str(json_object_get(obj, "metadata"), "name");
+        size_t i, j;
+
+        if (!name || *name == '\0' || strlen(name) > FAKE_MAX_NAME_BYTES ||
+            !selector_word_ok(name, false))
+                return "metadata.name: missing or not a valid name";
+        if (json_object_get(json_object_get(obj, "metadata"), "namespace"))
+                return "metadata.namespace: the object is cluster-scoped";
+        if (json_str(obj, "apiVersion") &&
+            !streq(json_str(obj, "apiVersion"), ADMISSION_API_VERSION))
+                return "apiVersion: must be " ADMISSION_API_VERSION;
+        if (json_str(obj, "kind") && !streq(json_str(obj, "kind"), admission_kinds[k].kind))
+                return "kind: not the kind of this resource";
+        if (!json_is_object(spec))
+                return "spec: Required value";
+        if (k == 0)
+                return json_is_array(json_object_get(spec, "validations")) ||
+                                       json_is_array(json_object_get(spec, "auditAnnotations"))
+                               ? NULL
+                               : "spec.validations: Required value";
+        if (!json_str(spec, "policyName") || *json_str(spec, "policyName") == '\0')
+                return "spec.policyName: Required value";
+        actions = json_object_get(spec, "validationActions");
+        if (!json_is_array(actions) || json_array_size(actions) == 0)
+                return "spec.validationActions: Required value";
+        json_array_foreach(actions, i, a) {
+                const char *v = json_string_value(a);
+
+                if (!v || (!streq(v, "Deny") && !streq(v, "Warn") && !streq(v, "Audit")))
+                        return "spec.validationActions: Unsupported value: supported values: "
+                               "\"Audit\", \"Deny\", \"Warn\"";
+                for (j = 0; j < i; j++)
+                        if (json_equal(json_array_get(actions, j), a))
+                                return "spec.validationActions: Duplicate value";
+        }
+        return NULL;
+}
+
+static json_t *admission_list(Server *s, size_t k, bool api) {
+        _cleanup_free_ char *rv = rv_string(s->rv), *kind = NULL;
+        json_t *list, *obj;
+        const char *key;
+
+        if (asprintf(&kind, "%sList", admission_kinds[k].kind) < 0)
+                return NULL;
+        list = json_pack("{s:s, s:s, s:{s:s?}, s:[]}", "kind", kind, "apiVersion",
+                         ADMISSION_API_VERSION, "metadata", "resourceVersion", rv, "items");
+        json_object_foreach(s->admission[k], key, obj) {
+                json_t *item = json_deep_copy(obj);
+
+                if (api) {
+                        json_object_del(item, "kind");
+                        json_object_del(item, "apiVersion");
+                }
+                json_array_append_new(json_object_get(list, "items"), item);
+        }
+        return list;
+}
+
+/* GET /apis/admissionregistration.k8s.io/v1/RESOURCE[/NAME]. 1 when r was
+ * one and is answered (*ret). */
+static int api_admission(Server *s, Request *r, enum MHD_Result *ret) {
+        const char *p = startswith(r->path, "/apis/" ADMISSION_API_VERSION "/"), *name;
+        size_t len;
+        ssize_t k;
+
+        if (!p)
+                return 0;
+        len = strcspn(p, "/");
+        k = admission_kind_of(p, len);
+        name = p + len;
+        if (k < 0 || (*name != '\0' && (*name != '/' || name[1] == '\0' || strchr(name + 1, '/'))))
+                return 0;
+        if (!streq(r->method, "GET"))
+                *ret = method_not_allowed(r);
+        else if (*name == '\0')
+                *ret = api_answer(r, 200, admission_list(s, (size_t) k, true), -1);
+        else {
+                json_t *obj = json_object_get(s->admission[k], name + 1);
+
+                *ret = obj ? api_answer(r, 200, json_incref(obj), -1)
+                           : api_answer(r, 404,
+                                        status_newf(404, NULL,
+                                                    json_pack("{s:s, s:s, s:s}", "name", name + 1,
+                                                              "group", ADMISSION_GROUP, "kind",
+                                                              admission_kinds[k].resource),
+                                                    "%s." ADMISSION_GROUP " \"%s\" not found",
+                                                    admission_kinds[k].resource, name + 1),
+                                        -1);
+        }
+        return 1;
+}
+
 /* The last call for a complete request (and again after a delay). */
 static enum MHD_Result api_process(Server *s, Request *r) {
         enum MHD_Result ret;
@@ -2641,7 +2768,8 @@ static enum MHD_Result api_process(Server *s, Request *r) {
                 return api_answer(r, 401, status_new(401, NULL, "Unauthorized", NULL), -1);
         if (!accepts_json(r))
                 return api_not_acceptable(r);
-        if (api_discovery(r, &ret) || api_namespace(s, r, &ret) || api_configmap(s, r, &rt, &ret))
+        if (api_discovery(r, &ret) || api_namespace(s, r, &ret) || api_configmap(s, r, &rt, &ret) ||
+            api_admission(s, r, &ret))
                 return ret;
         if (rt.endpoint == EP_NONE)
                 return api_answer(r, 404, not_found_status(&rt), -1);
@@ -2772,6 +2900,16 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
  *                                      both: replaces those lists, as kubelet
  *                                      does when a container (re)starts
  *                                      (MODIFIED); names must be the spec's
+ *   POST   /validatingadmissionpolicies, /validatingadmissionpolicybindings
+ *                                      body: the object; stored for the API
+ *                                      port's GETs, with a new uid and
+ *                                      resourceVersion, and creationTimestamp
+ *                                      now unless the body gives one (an
+ *                                      older object); a binding's
+ *                                      policyName and validationActions are
+ *                                      validated as the real server does
+ *   GET    /validatingadmissionpolicies, /validatingadmissionpolicybindings
+ *   DELETE /validatingadmissionpolicies/NAME, /validatingadmissionpolicybindings/NAME
  *   POST   /faults                     body: one fault or a list, appended:
  *                                      {"match":{"method","path","path_prefix",
  *                                      "watch"},"status","retry_after","count",
@@ -2992,6 +3130,45 @@ static enum MHD_Result control_container_statuses(Server *s, Request *r, const c
         return queue_json(r->connection, 200, json_incref(pod), -1);
 }
 
+/* POST /validatingadmissionpolicies, /validatingadmissionpolicybindings on
+ * the control port: the object as the server would store it. A
+ * creationTimestamp given is kept (a test's way to make an older object). */
+static enum MHD_Result control_post_admission(Server *s, Request *r, size_t k) {
+        _cleanup_free_ char *error = NULL;
+        _cleanup_(json_decrefp) json_t *obj = control_body(r, &error), *head = NULL;
+        const char *invalid;
+        json_t *meta;
+        char uid[37], stamp[32];
+
+        if (!obj)
+                return control_error(r, 400, "%s", strnull(error));
+        if (!json_is_object(obj) || !json_is_object(meta = json_object_get(obj, "metadata")))
+                return control_error(r, 400, "a %s must be an object with metadata",
+                                     admission_kinds[k].kind);
+        invalid = admission_invalid(k, obj);
+        if (invalid)
+                return control_error(r, 422, "%s: %s", admission_kinds[k].kind, invalid);
+        if (json_str(meta, "creationTimestamp") && !is_rfc3339(json_str(meta, "creationTimestamp")))
+                return control_error(r, 400, "metadata.creationTimestamp: not RFC 3339");
+        make_uid(uid);
+        json_object_set_new(meta, "uid", json_string(uid));
+        json_object_set_new(meta, "generation", json_integer(1));
+        if (!json_str(meta, "creationTimestamp")) {
+                format_now(stamp);
+                json_object_set_new(meta, "creationTimestamp", json_string(stamp));
+        }
+        set_rv(obj, ++s->rv);
+        /* kind and apiVersion first, as the real server writes them */
+        head = json_pack("{s:s, s:s}", "kind", admission_kinds[k].kind, "apiVersion",
+                         ADMISSION_API_VERSION);
+        json_object_del(obj, "kind");
+        json_object_del(obj, "apiVersion");
+        if (!head || json_object_update(head, obj) < 0)
+                return MHD_NO;
+        json_object_set(s->admission[k], json_str(meta, "name"), head);
+        return queue_json(r->connection, 201, json_incref(head), -1);
+}
+
 static enum MHD_Result control_post_pod(Server *s, Request *r) {
         _cleanup_free_ char *error = NULL;
         _cleanup_(json_decrefp) json_t *pod = control_body(r, &error);
@@ -3065,6 +3242,22 @@ static enum MHD_Result on_control_process(Server *s, Request *r) {
                         server_delete_pod(s, name);
                         return queue_json(r->connection, 200, state_json(s), -1);
                 }
+        } else if (admission_kind_of(p + 1, strcspn(p + 1, "/")) >= 0) {
+                size_t k = (size_t) admission_kind_of(p + 1, strcspn(p + 1, "/"));
+
+                name = p + 1 + strcspn(p + 1, "/");
+                if (*name == '\0' && streq(m, "POST"))
+                        return control_post_admission(s, r, k);
+                if (*name == '\0' && streq(m, "GET"))
+                        return queue_json(r->connection, 200, admission_list(s, k, false), -1);
+                if (*name == '/' && name[1] && !strchr(name + 1, '/') && streq(m, "DELETE")) {
+                        if (!json_object_get(s->admission[k], name + 1))
+                                return control_error(r, 404, "no %s \"%s\"",
+                                                     admission_kinds[k].kind, name + 1);
+                        json_object_del(s->admission[k], name + 1);
+                        s->rv++;
+                        return queue_json(r->connection, 200, state_json(s), -1);
+                }
         } else if (streq(p, "/faults")) {
                 if (streq(m, "POST"))
                         return control_post_faults(s, r);
@@ -3126,6 +3319,8 @@ static void server_done(Server *s) {
         json_decref(s->requests);
         json_decref(s->events);
         json_decref(s->configmaps);
+        for (size_t i = 0; i < ELEMENTSOF(s->admission); i++)
+                json_decref(s->admission[i]);
         history_clear(s);
         for (size_t i = 0; i < s->n_faults; i++)
                 fault_done(&s->faults[i]);
@@ -3376,7 +3571,9 @@ int main(int argc, char **argv) {
         s.pods = json_object();
         s.requests = json_array();
         s.events = json_array();
-        if (!s.pods || !s.requests || !s.events)
+        s.admission[0] = json_object();
+        s.admission[1] = json_object();
+        if (!s.pods || !s.requests || !s.events || !s.admission[0] || !s.admission[1])
                 goto out;
         if (load_pods(&s, pods, namespace_given) < 0 ||
             (configmaps && load_configmaps(&s, configmaps) < 0)) {

@@ -225,12 +225,191 @@ static void test_claims(void **state) {
         assert_null(node_claim_to_string(_CLAIM_MAX));
 }
 
+/* --- whether a condition is believed ----------------------------------------------------- */
+
+#define POLICY(name, extra)                                                                     \
+        "{\"apiVersion\":\"admissionregistration.k8s.io/v1\",\"kind\":"                         \
+        "\"ValidatingAdmissionPolicy\",\"metadata\":{\"name\":\"" name "\","                    \
+        "\"creationTimestamp\":\"2026-12-01T10:00:00Z\"},\"spec\":{\"failurePolicy\":\"Fail\"," \
+        "\"variables\":[{\"name\":\"t\",\"expression\":\"'EnrootConfigCurrent'\"}]," extra      \
+        "\"validations\":[{\"expression\":\"variables.after == variables.before\"}]}}"
+#define BINDING(name, policy, actions, created)                                           \
+        "{\"apiVersion\":\"admissionregistration.k8s.io/v1\",\"kind\":"                   \
+        "\"ValidatingAdmissionPolicyBinding\",\"metadata\":{\"name\":\"" name "\","       \
+        "\"creationTimestamp\":\"" created "\"},\"spec\":{\"policyName\":\"" policy "\"," \
+        "\"validationActions\":" actions "}}"
+#define CP ROLLOUT_POLICY_CONDITION
+
+static void test_policy_check(void **state) {
+        static const struct {
+                const char *what, *policy, *binding, *type;
+                int ret;
+                int64_t since;
+                const char *why; /* substring */
+        } rows[] = {
+                {"in force: the later creationTimestamp", POLICY(CP, ""),
+                 BINDING(CP, CP, "[\"Deny\"]", "2026-12-01T11:00:00Z"), CONDITION_DEFAULT_TYPE, 0,
+                 1796122800},
+                {"a binding older than its policy: the policy's", POLICY(CP, ""),
+                 BINDING(CP, CP, "[\"Audit\",\"Deny\"]", "2026-11-01T00:00:00Z"),
+                 CONDITION_DEFAULT_TYPE, 0, 1796119200},
+                {"no type to look for", POLICY(CP, ""),
+                 BINDING(CP, CP, "[\"Deny\"]", "2026-12-01T11:00:00Z"), NULL, 0, 1796122800},
+                {"no policy", NULL, BINDING(CP, CP, "[\"Deny\"]", "2026-12-01T11:00:00Z"),
+                 CONDITION_DEFAULT_TYPE, -EPERM, 0,
+                 "ValidatingAdmissionPolicy " CP " does not exist"},
+                {"no binding", POLICY(CP, ""), NULL, CONDITION_DEFAULT_TYPE, -EPERM, 0,
+                 "ValidatingAdmissionPolicyBinding " CP " does not exist"},
+                {"a binding that warns", POLICY(CP, ""),
+                 BINDING(CP, CP, "[\"Warn\",\"Audit\"]", "2026-12-01T11:00:00Z"),
+                 CONDITION_DEFAULT_TYPE, -EPERM, 0, "does not deny"},
+                {"a binding of another policy", POLICY(CP, ""),
+                 BINDING(CP, "other", "[\"Deny\"]", "2026-12-01T11:00:00Z"), CONDITION_DEFAULT_TYPE,
+                 -EPERM, 0, "binds policy other, not " CP},
+                {"another condition type", POLICY(CP, ""),
+                 BINDING(CP, CP, "[\"Deny\"]", "2026-12-01T11:00:00Z"), "example.com/Other", -EPERM,
+                 0, "does not protect condition type example.com/Other"},
+                {"the type only as part of another word", POLICY(CP, ""),
+                 BINDING(CP, CP, "[\"Deny\"]", "2026-12-01T11:00:00Z"), "ConfigCurrent", -EPERM, 0,
+                 "does not protect condition type ConfigCurrent"},
+                {"failurePolicy Ignore",
+                 "{\"apiVersion\":\"admissionregistration.k8s.io/v1\",\"kind\":"
+                 "\"ValidatingAdmissionPolicy\",\"metadata\":{\"name\":\"" CP "\","
+                 "\"creationTimestamp\":\"2026-12-01T10:00:00Z\"},\"spec\":{\"failurePolicy\":"
+                 "\"Ignore\",\"validations\":[{\"expression\":\"'EnrootConfigCurrent' != ''\"}]}}",
+                 BINDING(CP, CP, "[\"Deny\"]", "2026-12-01T11:00:00Z"), CONDITION_DEFAULT_TYPE,
+                 -EPERM, 0, "failurePolicy Ignore"},
+                {"an answer of another name", POLICY("other", ""),
+                 BINDING(CP, CP, "[\"Deny\"]", "2026-12-01T11:00:00Z"), CONDITION_DEFAULT_TYPE,
+                 -EPERM, 0, "is not that policy"},
+                {"a binding without creationTimestamp", POLICY(CP, ""),
+                 BINDING(CP, CP, "[\"Deny\"]", "yesterday"), CONDITION_DEFAULT_TYPE, -EPERM, 0,
+                 "is not that binding with a creationTimestamp"},
+                {"a Status instead of a policy", "{\"kind\":\"Status\",\"code\":404}",
+                 BINDING(CP, CP, "[\"Deny\"]", "2026-12-01T11:00:00Z"), CONDITION_DEFAULT_TYPE,
+                 -EPERM, 0, "is not that policy"},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                json_t *policy = rows[i].policy ? json_loads(rows[i].policy, 0, NULL) : NULL,
+                       *binding = rows[i].binding ? json_loads(rows[i].binding, 0, NULL) : NULL;
+                int64_t since = 0;
+                char *why = NULL;
+
+                print_message("%s\n", rows[i].what);
+                assert_true(!rows[i].policy || policy);
+                assert_true(!rows[i].binding || binding);
+                assert_int_equal(
+                        rollout_policy_check(policy, binding, CP, rows[i].type, &since, &why),
+                        rows[i].ret);
+                if (rows[i].ret == 0) {
+                        assert_int_equal(since, rows[i].since);
+                        assert_null(why);
+                } else {
+                        assert_non_null(why);
+                        print_message("  %s\n", why);
+                        assert_non_null(strstr(why, rows[i].why));
+                }
+                free(why);
+                json_decref(policy);
+                json_decref(binding);
+        }
+}
+
+#define TIMED_COND(status, reason, probed)                                                       \
+        "{\"type\":\"EnrootConfigCurrent\",\"status\":\"" status "\",\"reason\":\"" reason "\"," \
+        "\"lastTransitionTime\":\"2020-01-01T00:00:00Z\",\"lastProbeTime\":\"" probed "\"}"
+
+static void test_pod_verify(void **state) {
+        /* the policies were bound at 2026-12-01T11:00:00Z; now is 2026-12-05T00:00:00Z */
+        const int64_t since = 1796122800, now = 1796428800;
+        static const struct {
+                const char *what, *json;
+                int trust; /* 0: in force, 1: not (why_not), 2: unchecked */
+                PodVerdict verdict;
+                const char *why;
+        } rows[] = {
+                {"written after the binding: believed",
+                 "{\"metadata\":{\"name\":\"w\",\"uid\":\"u\"},\"status\":{\"conditions\":"
+                 "[" TIMED_COND("False", "ConfigDrifted", "2026-12-01T11:00:01Z") "]}}",
+                 0, VERDICT_STALE, "ConfigDrifted"},
+                {"written in the binding's second: not",
+                 "{\"metadata\":{\"name\":\"w\",\"uid\":\"u\"},\"status\":{\"conditions\":"
+                 "[" TIMED_COND("False", "ConfigDrifted", "2026-12-01T11:00:00Z") "]}}",
+                 0, VERDICT_UNVERIFIED,
+                 "unverified: the condition was written at 2026-12-01T11:00:00Z, not after the "
+                 "admission policies were bound (2026-12-01T11:00:00Z); it says ConfigDrifted"},
+                {"a current pod written before: unverified too",
+                 "{\"metadata\":{\"name\":\"w\",\"uid\":\"u\"},\"status\":{\"conditions\":"
+                 "[" TIMED_COND("True", "ConfigCurrent", "2026-11-30T00:00:00.5Z") "]}}",
+                 0, VERDICT_UNVERIFIED, "it says ConfigCurrent"},
+                {"no lastProbeTime",
+                 "{\"metadata\":{\"name\":\"w\",\"uid\":\"u\"},\"status\":{\"conditions\":[" COND(
+                         "False", "ConfigDrifted") "]}}",
+                 0, VERDICT_UNVERIFIED, "the condition has no lastProbeTime"},
+                {"a lastProbeTime in the future",
+                 "{\"metadata\":{\"name\":\"w\",\"uid\":\"u\"},\"status\":{\"conditions\":"
+                 "[" TIMED_COND("False", "ConfigDrifted", "2099-01-01T00:00:00Z") "]}}",
+                 0, VERDICT_UNVERIFIED, "lastProbeTime 2099-01-01T00:00:00Z is in the future"},
+                {"a little ahead of this clock: believed",
+                 "{\"metadata\":{\"name\":\"w\",\"uid\":\"u\"},\"status\":{\"conditions\":"
+                 "[" TIMED_COND("False", "ConfigDrifted", "2026-12-05T00:04:00Z") "]}}",
+                 0, VERDICT_STALE, "ConfigDrifted"},
+                {"a pod created after the binding: believed, whatever the time says",
+                 "{\"metadata\":{\"name\":\"w\",\"uid\":\"u\",\"creationTimestamp\":"
+                 "\"2026-12-02T00:00:00Z\"},\"status\":{\"conditions\":[" COND(
+                         "False", "ConfigDrifted") "]}}",
+                 0, VERDICT_STALE, "ConfigDrifted"},
+                {"a pod created before, condition old",
+                 "{\"metadata\":{\"name\":\"w\",\"uid\":\"u\",\"creationTimestamp\":"
+                 "\"2026-11-02T00:00:00Z\"},\"status\":{\"conditions\":[" TIMED_COND(
+                         "False", "ConfigDrifted", "2026-11-02T00:01:00Z") "]}}",
+                 0, VERDICT_UNVERIFIED, "written at 2026-11-02T00:01:00Z"},
+                {"no policies",
+                 "{\"metadata\":{\"name\":\"w\",\"uid\":\"u\"},\"status\":{\"conditions\":"
+                 "[" TIMED_COND("False", "ConfigDrifted", "2026-12-04T00:00:00Z") "]}}",
+                 1, VERDICT_UNVERIFIED,
+                 "unverified: no policy here; the condition says ConfigDrifted"},
+                {"no policies, no condition: unknown as before",
+                 "{\"metadata\":{\"name\":\"w\",\"uid\":\"u\"}}", 1, VERDICT_UNKNOWN,
+                 "no EnrootConfigCurrent condition"},
+                {"--trust-unprotected-conditions",
+                 "{\"metadata\":{\"name\":\"w\",\"uid\":\"u\"},\"status\":{\"conditions\":[" COND(
+                         "False", "ConfigDrifted") "]}}",
+                 2, VERDICT_STALE, "ConfigDrifted"},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                RolloutTrust t = {.unchecked = rows[i].trust == 2,
+                                  .why_not = rows[i].trust == 1 ? strdup("no policy here") : NULL,
+                                  .since_sec = since};
+                json_t *j = json_loads(rows[i].json, 0, NULL);
+                RolloutPod p = {};
+
+                print_message("%s\n", rows[i].what);
+                assert_non_null(j);
+                assert_int_equal(rollout_pod_from_json(j, ROLE_WORKER, CONDITION_DEFAULT_TYPE, true,
+                                                       &p, NULL),
+                                 0);
+                assert_int_equal(rollout_pod_verify(&p, &t, now), 0);
+                assert_int_equal(p.verdict, rows[i].verdict);
+                print_message("  %s\n", p.why);
+                assert_non_null(strstr(p.why, rows[i].why));
+                /* twice: the same */
+                assert_int_equal(rollout_pod_verify(&p, &t, now), 0);
+                assert_int_equal(p.verdict, rows[i].verdict);
+                rollout_pod_done(&p);
+                rollout_trust_done(&t);
+                json_decref(j);
+        }
+        assert_string_equal(pod_verdict_to_string(VERDICT_UNVERIFIED), "unverified");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_pods),
-                cmocka_unit_test(test_list),
-                cmocka_unit_test(test_ids),
-                cmocka_unit_test(test_claims),
+                cmocka_unit_test(test_pods),         cmocka_unit_test(test_list),
+                cmocka_unit_test(test_ids),          cmocka_unit_test(test_claims),
+                cmocka_unit_test(test_policy_check), cmocka_unit_test(test_pod_verify),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
