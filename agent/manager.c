@@ -39,6 +39,7 @@ struct Manager {
         const char **paths;
         pid_t target_pid;
         MountInfoCache *mountinfo;      /* the running side's mount table, between evaluations */
+        RunningMemo *running_memo;      /* target mode: what the process search already said */
         EvalCache (*parsed)[_SIDE_MAX]; /* each file's sides as last parsed */
         Report *report;
         uint64_t evaluations[_TRIGGER_MAX];
@@ -248,6 +249,8 @@ static int manager_evaluate(Manager *m, EvalTrigger trigger) {
                 .n_paths = o->n_files,
                 .max_bytes = DOCUMENT_MAX_BYTES,
                 .mountinfo = m->mountinfo,
+                .target_uid = o->target_uid,
+                .memo = m->running_memo,
         };
         uint64_t now = now_usec(CLOCK_REALTIME);
         int dir_error = 0, r;
@@ -274,6 +277,8 @@ static int manager_evaluate(Manager *m, EvalTrigger trigger) {
                 return log_error_errno(r, "Cannot read the running files: %m");
         if (view->note && !m->report)
                 log_notice("%s", view->note);
+        if (view->warning)
+                log_warning("%s", view->warning);
 
         new = calloc(1, sizeof(Report));
         if (!new)
@@ -537,6 +542,7 @@ Manager *manager_free(Manager *m) {
         workload_free(m->workload);
         free(m->desired_version);
         mountinfo_cache_free(m->mountinfo);
+        running_memo_free(m->running_memo);
         for (size_t i = 0; m->parsed && i < m->options->n_files; i++)
                 for (int s = 0; s < _SIDE_MAX; s++)
                         eval_cache_done(&m->parsed[i][s]);
@@ -647,7 +653,7 @@ int manager_new(const Options *o, Manager **ret) {
         if (!m)
                 return log_oom();
         m->options = o;
-        if (mountinfo_cache_new(&m->mountinfo) < 0)
+        if (mountinfo_cache_new(&m->mountinfo) < 0 || running_memo_new(&m->running_memo) < 0)
                 return log_oom();
         m->keys = calloc(o->n_files, sizeof(char *));
         m->paths = calloc(o->n_files, sizeof(char *));
