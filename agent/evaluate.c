@@ -38,6 +38,8 @@ static const char *error_hint(int error) {
                 return "it is a directory";
         case EBADFD:
                 return "it is not a regular file (a FIFO, socket or device)";
+        case EMEDIUMTYPE:
+                return "it is on procfs or sysfs (kernel state, not a file); refusing to read it";
         case ELOOP:
                 return "it is a symbolic link where a file was expected, or a link loop";
         case EXDEV:

@@ -40,6 +40,7 @@ struct Manager {
         const char **paths;
         pid_t target_pid;
         MountInfoCache *mountinfo;      /* the running side's mount table, between evaluations */
+        RunningMemo *running_memo;      /* target mode: what the process search already said */
         EvalCache (*parsed)[_SIDE_MAX]; /* each file's sides as last parsed */
         ContentKey content_key;         /* drawn at start, never shown (document.h) */
         Report *report;
@@ -257,6 +258,8 @@ static int manager_evaluate(Manager *m, EvalTrigger trigger) {
                 .n_paths = o->n_files,
                 .max_bytes = DOCUMENT_MAX_BYTES,
                 .mountinfo = m->mountinfo,
+                .target_uid = o->target_uid,
+                .memo = m->running_memo,
         };
         uint64_t now = now_usec(CLOCK_REALTIME);
         int dir_error = 0, r;
@@ -283,6 +286,8 @@ static int manager_evaluate(Manager *m, EvalTrigger trigger) {
                 return log_error_errno(r, "Cannot read the running files: %m");
         if (view->note && !m->report)
                 log_notice("%s", view->note);
+        if (view->warning)
+                log_warning("%s", view->warning);
 
         new = calloc(1, sizeof(Report));
         if (!new)
@@ -548,6 +553,7 @@ Manager *manager_free(Manager *m) {
         workload_free(m->workload);
         free(m->desired_version);
         mountinfo_cache_free(m->mountinfo);
+        running_memo_free(m->running_memo);
         for (size_t i = 0; m->parsed && i < m->options->n_files; i++)
                 for (int s = 0; s < _SIDE_MAX; s++)
                         eval_cache_done(&m->parsed[i][s]);
@@ -664,7 +670,7 @@ int manager_new(const Options *o, Manager **ret) {
         if (getrandom(m->content_key.bytes, sizeof m->content_key.bytes, 0) !=
             (ssize_t) sizeof m->content_key.bytes)
                 return log_error_errno(negative_errno(), "Cannot draw a random key: getrandom: %m");
-        if (mountinfo_cache_new(&m->mountinfo) < 0)
+        if (mountinfo_cache_new(&m->mountinfo) < 0 || running_memo_new(&m->running_memo) < 0)
                 return log_oom();
         m->keys = calloc(o->n_files, sizeof(char *));
         m->paths = calloc(o->n_files, sizeof(char *));

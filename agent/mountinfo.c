@@ -293,6 +293,21 @@ int mountinfo_find_mount_point(const MountInfo *mi, const char *path, const Moun
         return 0;
 }
 
+bool mountinfo_version_is_valid(const char *s, size_t len) {
+        static const char shape[] = "..DDDD_DD_DD_DD_DD_DD.";
+        size_t n = sizeof shape - 1;
+
+        if (len <= n || len > n + MOUNTINFO_MAX_VERSION_DIGITS)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                bool digit = s[i] >= '0' && s[i] <= '9';
+
+                if ((i >= n || shape[i] == 'D') ? !digit : s[i] != shape[i])
+                        return false;
+        }
+        return true;
+}
+
 int mountinfo_root_version(const char *root, char **ret_version, bool *ret_deleted) {
         const char *last, *prev;
         size_t len = strlen(root), vlen;
@@ -321,6 +336,15 @@ int mountinfo_root_version(const char *root, char **ret_version, bool *ret_delet
             (vlen == 6 && memcmp(prev, "..data", 6) == 0) ||
             (vlen == 10 && memcmp(prev, "..data_tmp", 10) == 0))
                 goto none;
+        if (!mountinfo_version_is_valid(prev, vlen)) {
+                /* Any byte may sit in a decoded root (a directory named
+                 * "..\n"): what kubelet never writes is no version at all. */
+                if (ret_version)
+                        *ret_version = NULL;
+                if (ret_deleted)
+                        *ret_deleted = deleted;
+                return -EBADMSG;
+        }
 
         if (ret_version) {
                 char *v = strndup(prev, vlen);

@@ -23,6 +23,8 @@ const char options_help[] =
         "  --target-process NAME     read the running files through /proc/PID/root of the\n"
         "                            process NAME (a sidecar with shareProcessNamespace: true;\n"
         "                            needs the same uid or CAP_SYS_PTRACE)\n"
+        "  --target-uid UID          with --target-process: the uid the process runs as,\n"
+        "                            in the agent's user namespace (default 0, root)\n"
         "  --listen [ADDR]:PORT      serve /metrics, /healthz, /readyz, /status (default :9100)\n"
         "  --resync-interval SECONDS full re-verification period (default 60)\n"
         "  --poll-interval SECONDS   polling period when inotify is unavailable (default 5)\n"
@@ -363,6 +365,17 @@ static int parse_one(Options *o, int c, const char *arg, bool *default_files_lef
                                     "characters without '/', as in /proc/PID/comm)",
                                     arg);
                 return set_string(&o->target_process, arg);
+        case 'U': {
+                uint64_t uid;
+
+                /* (uid_t) -1 is no uid: setresuid(2) reads it as "unchanged" */
+                if (parse_number("--target-uid", arg, 0, UINT32_MAX - 1, "uid", &uid, ret_error) <
+                    0)
+                        return -EINVAL;
+                o->target_uid = (uid_t) uid;
+                o->target_uid_set = true;
+                return 0;
+        }
         case 'l':
                 if (parse_listen(arg, ret_error) < 0)
                         return -EINVAL;
@@ -435,6 +448,7 @@ int options_parse(int argc, char **argv, Options *ret, char **ret_error) {
                 {"file", required_argument, NULL, 'f'},
                 {"running-root", required_argument, NULL, 'r'},
                 {"target-process", required_argument, NULL, 'p'},
+                {"target-uid", required_argument, NULL, 'U'},
                 {"listen", required_argument, NULL, 'l'},
                 {"resync-interval", required_argument, NULL, 'R'},
                 {"poll-interval", required_argument, NULL, 'P'},
@@ -595,5 +609,8 @@ int options_validate_daemon(const Options *o, char **ret_error) {
         if (o->target_process && !streq(o->running_root, "/"))
                 return fail(ret_error, "--running-root and --target-process exclude each other: "
                                        "the process's root is the running root");
+        if (o->target_uid_set && !o->target_process)
+                return fail(ret_error, "--target-uid needs --target-process: it names the uid "
+                                       "of that process");
         return 0;
 }

@@ -24,9 +24,11 @@ struct open_how {
 #endif
 
 #include "fileio.h"
+#include "kubeproto.h"
 #include "log.h"
 #include "mountinfo.h"
 #include "running.h"
+#include "strbuf.h"
 
 static void *mfree(void *p) {
         free(p);
@@ -335,32 +337,205 @@ static bool state_is_dead(char state) {
         return state == 'Z' || state == 'X' || state == 'x';
 }
 
-/* 1 when the process at dir_fd (PROC/PID, or proc_fd with "PID/" in prefix)
- * is alive and named name, 0 when not, -errno when it cannot be told. */
-static int process_is_at(int dir_fd, const char *prefix, const char *name) {
+/* What the target must be, and where to look (target mode). */
+typedef struct Selector {
+        int proc_fd;
+        const char *name;
+        pid_t self;        /* the caller, never a candidate (0: not in this procfs) */
+        uid_t uid;         /* every uid of the target */
+        bool userns_known; /* false: no user namespaces (no ns/user anywhere) */
+        dev_t userns_dev;  /* the agent's own user namespace: the nsfs inode */
+        ino_t userns_ino;
+} Selector;
+
+static int selector_init(Selector *s, int proc_fd, const char *name, uid_t uid) {
+        struct stat st;
+
+        *s = (Selector){.proc_fd = proc_fd, .name = name, .uid = uid};
+        s->self = proc_self_pid(proc_fd);
+        /* Our own user namespace: through proc_dir's "self" where it names
+         * us (a test's tree stands in for procfs), else the real one: nsfs
+         * inodes are the same whichever procfs shows them. */
+        if (fstatat(proc_fd, "self/ns/user", &st, 0) < 0 &&
+            stat(RUNNING_DEFAULT_PROC_DIR "/self/ns/user", &st) < 0) {
+                if (errno != ENOENT)
+                        return negative_errno();
+                return 0; /* a kernel without user namespaces (CONFIG_USER_NS=n) */
+        }
+        s->userns_known = true;
+        s->userns_dev = st.st_dev;
+        s->userns_ino = st.st_ino;
+        return 0;
+}
+
+/* The four uids of proc(5) status: real, effective, saved, filesystem.
+ * Only the first RUNNING_MAX_PROC_FILE_BYTES are read: "Uid:" comes early,
+ * and what follows can be long (a "Groups:" line of thousands of groups). */
+static int status_uids_at(int dir_fd, const char *path, unsigned long ret_uids[4]) {
+        _cleanup_close_ int fd = -EBADF;
+        char data[RUNNING_MAX_PROC_FILE_BYTES + 1];
+        const char *p;
+        size_t len = 0;
+
+        fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return negative_errno();
+        while (len < sizeof data - 1) {
+                ssize_t n = read(fd, data + len, sizeof data - 1 - len);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return negative_errno();
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        data[len] = '\0';
+        p = startswith(data, "Uid:") ? data : strstr(data, "\nUid:");
+        if (!p || sscanf(p + (*p == '\n') + 4, "%lu %lu %lu %lu", &ret_uids[0], &ret_uids[1],
+                         &ret_uids[2], &ret_uids[3]) != 4)
+                return -EBADMSG;
+        return 0;
+}
+
+/* Whether the process at dir_fd (PROC/PID, or proc_fd with "PID/" in
+ * prefix) may be the workload's: in the agent's user namespace (a user who
+ * starts a process of that name under "unshare -Ur" is root only in a
+ * namespace of their own, with files of their own), and running as s->uid
+ * with every one of its uids (a set-user-ID program started through a link
+ * of that name has another real uid). 1: it may; 0: it may not, and
+ * reason (size bytes) says why; -errno: it cannot be told (-ENOENT: gone).
+ * ns/user is behind the same ptrace check as PID/root: a process whose
+ * namespace the agent may not see is one whose files it cannot read, so it
+ * passes here and fails there with the sentence about CAP_SYS_PTRACE. */
+static int process_vet_at(const Selector *s, int dir_fd, const char *prefix, char *reason,
+                          size_t size) {
+        unsigned long uids[4];
         char path[64];
+        struct stat st;
+        int r;
+
+        (void) snprintf(path, sizeof path, "%sns/user", prefix);
+        if (fstatat(dir_fd, path, &st, 0) == 0) {
+                if (s->userns_known && (st.st_dev != s->userns_dev || st.st_ino != s->userns_ino)) {
+                        (void) snprintf(reason, size,
+                                        "it is in another user namespace (inode %llu, the "
+                                        "agent's is %llu)",
+                                        (unsigned long long) st.st_ino,
+                                        (unsigned long long) s->userns_ino);
+                        return 0;
+                }
+        } else {
+                r = negative_errno();
+                if (r == -ENOENT && s->userns_known)
+                        return r;
+                if (r != -ENOENT && r != -EACCES && r != -EPERM)
+                        return r;
+        }
+
+        (void) snprintf(path, sizeof path, "%sstatus", prefix);
+        r = status_uids_at(dir_fd, path, uids);
+        if (r == -EBADMSG) {
+                (void) snprintf(reason, size, "its status shows no uid");
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(uids); i++)
+                if (uids[i] != (unsigned long) s->uid) {
+                        (void) snprintf(reason, size,
+                                        "it runs as uid %lu (real, effective, saved, "
+                                        "filesystem: %lu %lu %lu %lu), not %lu",
+                                        uids[i], uids[0], uids[1], uids[2], uids[3],
+                                        (unsigned long) s->uid);
+                        return 0;
+                }
+        return 1;
+}
+
+/* 1 when the process at dir_fd (PROC/PID, or proc_fd with "PID/" in prefix)
+ * is alive, named s->name and may be the workload's (process_vet_at()), 0
+ * when not, -errno when it cannot be told. */
+static int process_is_at(const Selector *s, int dir_fd, const char *prefix) {
+        char path[64], reason[RUNNING_MAX_REASON_BYTES];
         pid_t ppid;
         char state;
         int r;
 
         (void) snprintf(path, sizeof path, "%scomm", prefix);
-        r = comm_is_at(dir_fd, path, name);
+        r = comm_is_at(dir_fd, path, s->name);
         if (r <= 0)
                 return r;
         (void) snprintf(path, sizeof path, "%sstat", prefix);
         r = stat_at(dir_fd, path, &state, &ppid);
         if (r < 0)
                 return r;
-        return !state_is_dead(state);
+        if (state_is_dead(state))
+                return 0;
+        return process_vet_at(s, dir_fd, prefix, reason, sizeof reason);
 }
 
-static int find_process_at(int proc_fd, const char *name, pid_t self, pid_t *ret_pid) {
+/* Whether an ancestor of the process whose parent is ppid has the name: a
+ * helper the daemon forked (slurmd, and sshd for each connection), or a
+ * process a user started from a session of it, not the daemon itself. The
+ * chain ends at PID 1, the PID namespace's init (in a pod with a shared
+ * process namespace, the pause container; each container's first process
+ * has a parent outside the namespace: PPid 0). */
+static bool has_ancestor_named(const Selector *s, pid_t ppid) {
+        for (unsigned i = 0; ppid > 0 && i < RUNNING_MAX_ANCESTORS; i++) {
+                char path[64], state;
+
+                (void) snprintf(path, sizeof path, "%d/comm", (int) ppid);
+                if (comm_is_at(s->proc_fd, path, s->name) > 0)
+                        return true;
+                (void) snprintf(path, sizeof path, "%d/stat", (int) ppid);
+                if (stat_at(s->proc_fd, path, &state, &ppid) < 0)
+                        return false;
+        }
+        return false;
+}
+
+typedef struct Candidate {
+        pid_t pid;
+        bool descendant; /* an ancestor has the name */
+        bool init_child; /* its parent is PID 1, or outside the PID namespace */
+} Candidate;
+
+/* Whether a is a better guess at the workload's process than b. */
+static bool candidate_better(const Candidate *a, const Candidate *b) {
+        if (a->descendant != b->descendant)
+                return !a->descendant;
+        if (a->init_child != b->init_child)
+                return a->init_child;
+        return a->pid < b->pid;
+}
+
+typedef struct Rejected {
+        pid_t pid;
+        char reason[RUNNING_MAX_REASON_BYTES];
+} Rejected;
+
+/* One look at the processes named s->name. */
+typedef struct Selection {
+        Candidate best;                            /* pid 0: none */
+        pid_t several[RUNNING_MAX_CANDIDATES];     /* accepted, not descendants, sorted */
+        size_t n_several, n_several_dropped;       /* beyond the array: counted */
+        Rejected rejected[RUNNING_MAX_CANDIDATES]; /* sorted by PID */
+        size_t n_rejected, n_rejected_dropped;
+} Selection;
+
+static int cmp_pid(const void *a, const void *b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+        return (x > y) - (x < y);
+}
+
+static int find_process_at(const Selector *s, Selection *sel) {
         _cleanup_(closedirp) DIR *d = NULL;
-        pid_t best = 0;
-        bool best_parent_same = false;
         int fd;
 
-        fd = openat(proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        *sel = (Selection){};
+        fd = openat(s->proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
         d = fdopendir(fd);
@@ -371,11 +546,12 @@ static int find_process_at(int proc_fd, const char *name, pid_t self, pid_t *ret
         }
 
         for (;;) {
+                char path[64], reason[RUNNING_MAX_REASON_BYTES];
                 struct dirent *de;
-                char path[64];
-                pid_t pid, ppid;
-                bool parent_same;
+                Candidate c = {};
+                pid_t ppid;
                 char state;
+                int r;
 
                 errno = 0;
                 de = readdir(d);
@@ -384,43 +560,72 @@ static int find_process_at(int proc_fd, const char *name, pid_t self, pid_t *ret
                                 return negative_errno();
                         break;
                 }
-                if (!parse_pid(de->d_name, &pid) || pid == self)
+                if (!parse_pid(de->d_name, &c.pid) || c.pid == s->self)
                         continue;
 
                 /* Processes come and go while we look: any error skips one. */
-                (void) snprintf(path, sizeof path, "%d/comm", (int) pid);
-                if (comm_is_at(proc_fd, path, name) <= 0)
+                (void) snprintf(path, sizeof path, "%d/comm", (int) c.pid);
+                if (comm_is_at(s->proc_fd, path, s->name) <= 0)
                         continue;
-                (void) snprintf(path, sizeof path, "%d/stat", (int) pid);
-                if (stat_at(proc_fd, path, &state, &ppid) < 0 || state_is_dead(state))
+                (void) snprintf(path, sizeof path, "%d/stat", (int) c.pid);
+                if (stat_at(s->proc_fd, path, &state, &ppid) < 0 || state_is_dead(state))
                         continue;
-                (void) snprintf(path, sizeof path, "%d/comm", (int) ppid);
-                parent_same = ppid > 0 && comm_is_at(proc_fd, path, name) > 0;
-
-                /* The main process of a daemon is the one whose parent is not
-                 * itself (slurmd forks helpers that may keep its name); among
-                 * equals the lowest PID, the oldest barring wrap-around. */
-                if (best == 0 || (best_parent_same && !parent_same) ||
-                    (best_parent_same == parent_same && pid < best)) {
-                        best = pid;
-                        best_parent_same = parent_same;
+                (void) snprintf(path, sizeof path, "%d/", (int) c.pid);
+                r = process_vet_at(s, s->proc_fd, path, reason, sizeof reason);
+                if (r < 0)
+                        continue;
+                if (r == 0) {
+                        if (sel->n_rejected < RUNNING_MAX_CANDIDATES) {
+                                Rejected *x = &sel->rejected[sel->n_rejected++];
+                                x->pid = c.pid;
+                                memcpy(x->reason, reason, sizeof reason);
+                        } else
+                                sel->n_rejected_dropped++;
+                        continue;
                 }
+
+                /* The daemon is the one no process of its name started
+                 * (slurmd forks helpers that may keep its name); then one
+                 * the PID namespace's init adopted or a container runtime
+                 * started; then the oldest, barring PID wrap-around. */
+                c.descendant = has_ancestor_named(s, ppid);
+                c.init_child = ppid <= 1;
+                if (!c.descendant) {
+                        if (sel->n_several < RUNNING_MAX_CANDIDATES)
+                                sel->several[sel->n_several++] = c.pid;
+                        else
+                                sel->n_several_dropped++;
+                }
+                if (sel->best.pid == 0 || candidate_better(&c, &sel->best))
+                        sel->best = c;
         }
 
-        if (best == 0)
-                return -ESRCH;
-        *ret_pid = best;
-        return 0;
+        qsort(sel->several, sel->n_several, sizeof *sel->several, cmp_pid);
+        qsort(sel->rejected, sel->n_rejected, sizeof *sel->rejected, cmp_pid);
+        return sel->best.pid == 0 ? -ESRCH : 0;
 }
 
-int running_find_process(const char *proc_dir, const char *name, pid_t *ret_pid) {
+int running_find_process(const char *proc_dir, const char *name, uid_t uid, pid_t *ret_pid) {
+        _cleanup_free_ Selection *sel = NULL;
         _cleanup_close_ int proc_fd = -EBADF;
+        Selector s;
+        int r;
 
         proc_fd = open(proc_dir ? proc_dir : RUNNING_DEFAULT_PROC_DIR,
                        O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (proc_fd < 0)
                 return negative_errno();
-        return find_process_at(proc_fd, name, proc_self_pid(proc_fd), ret_pid);
+        r = selector_init(&s, proc_fd, name, uid);
+        if (r < 0)
+                return r;
+        sel = malloc(sizeof *sel);
+        if (!sel)
+                return -ENOMEM;
+        r = find_process_at(&s, sel);
+        if (r < 0)
+                return r;
+        *ret_pid = sel->best.pid;
+        return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -445,6 +650,7 @@ RunningView *running_view_free(RunningView *v) {
         free(v->files);
         free(v->detail);
         free(v->note);
+        free(v->warning);
         if (v->pidfd >= 0)
                 (void) close(v->pidfd);
         free(v);
@@ -481,26 +687,42 @@ _printf_(3, 4) static int view_unobservable(RunningView *v, int error, const cha
         return 0;
 }
 
-_printf_(2, 3) static int view_note(RunningView *v, const char *fmt, ...) {
+/* Appends a sentence to *text (v->note, v->warning), "; " between two. */
+_printf_(3, 0) static int text_append(char **text, const char *sep, const char *fmt, va_list ap) {
         _cleanup_free_ char *s = NULL;
         char *joined;
+
+        if (vasprintf(&s, fmt, ap) < 0)
+                return -ENOMEM;
+        if (!*text) {
+                *text = TAKE_PTR(s);
+                return 0;
+        }
+        if (asprintf(&joined, "%s%s%s", *text, sep, s) < 0)
+                return -ENOMEM;
+        free(*text);
+        *text = joined;
+        return 0;
+}
+
+_printf_(2, 3) static int view_note(RunningView *v, const char *fmt, ...) {
         va_list ap;
         int r;
 
         va_start(ap, fmt);
-        r = vasprintf(&s, fmt, ap);
+        r = text_append(&v->note, "; ", fmt, ap);
         va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        if (!v->note) {
-                v->note = TAKE_PTR(s);
-                return 0;
-        }
-        if (asprintf(&joined, "%s; %s", v->note, s) < 0)
-                return -ENOMEM;
-        free(v->note);
-        v->note = joined;
-        return 0;
+        return r;
+}
+
+_printf_(2, 3) static int view_warn(RunningView *v, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = text_append(&v->warning, " ", fmt, ap);
+        va_end(ap);
+        return r;
 }
 
 /* "/a//b/" -> "/a/b": mountinfo shows mount points without doubled or
@@ -562,14 +784,81 @@ static int file_mount_facts(RunningFile *f, const MountInfo *mi, const char *mou
         if (!f->mount_root)
                 return -ENOMEM;
         r = mountinfo_root_version(e->root, &f->mount_version, &f->mount_deleted);
-        if (r < 0)
+        if (r == -ENOMEM)
                 return r;
         /* The file is this mount's root: unlinked, the kernel shows the root
          * with "//deleted", which no mount event announces (a cached
          * mountinfo would not show it). */
         if (f->have_stat && f->nlink == 0)
                 f->mount_deleted = true;
-        return 0;
+        return r == -EBADMSG ? r : 0;
+}
+
+/* A mount root whose version directory kubelet cannot have made: the
+ * version stays unknown, and the note quotes the root with its control
+ * bytes replaced (it comes decoded from the mount table). */
+static int note_bad_version(RunningView *v, const RunningFile *f) {
+        char quoted[KUBE_MAX_QUOTE_BYTES];
+
+        kube_quote(f->mount_root, strlen(f->mount_root), quoted, sizeof quoted);
+        return view_note(v,
+                         "%s is mounted from \"%s\", whose directory is not a kubelet version "
+                         "(..YYYY_MM_DD_hh_mm_ss.N): its ConfigMap version is unknown",
+                         f->path, quoted);
+}
+
+/* Opens path in root_fd for reading, without opening anything but a
+ * regular file: opening a device runs its driver, a FIFO may block, and a
+ * procfs or sysfs file is kernel state (a link to /proc/self/environ would
+ * hand over the agent's environment). The path is resolved with O_PATH,
+ * which opens nothing; the inode is checked; only then is it reopened
+ * through /proc/self/fd, which reopens that very inode. *sx is filled from
+ * the O_PATH fd whenever it could be opened (*ret_have_stat), even when the
+ * file is refused. Returns the fd, or -EISDIR, -EBADFD (not a regular file),
+ * -EMEDIUMTYPE (on procfs or sysfs), or the -errno of resolving it. */
+static int open_regular_in_root(int root_fd, const char *path, RunningResolve *ret_resolve,
+                                struct statx *sx, bool *ret_have_stat) {
+        _cleanup_close_ int path_fd = -EBADF;
+        struct statfs sfs;
+        char self_fd[64];
+        int fd;
+
+        *ret_have_stat = false;
+        path_fd = running_open_in_root(root_fd, path, O_PATH, ret_resolve);
+        if (path_fd < 0)
+                return path_fd;
+
+        if (statx(path_fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
+                  STATX_BASIC_STATS | STATX_MNT_ID, sx) < 0) {
+                struct stat st;
+
+                if (fstat(path_fd, &st) < 0)
+                        return negative_errno();
+                /* statx() unavailable (Linux < 4.11, or a seccomp filter): no
+                 * mount ID and no mount-root attribute */
+                *sx = (struct statx){
+                        .stx_mask = STATX_BASIC_STATS,
+                        .stx_dev_major = major(st.st_dev),
+                        .stx_dev_minor = minor(st.st_dev),
+                        .stx_ino = st.st_ino,
+                        .stx_nlink = (uint32_t) st.st_nlink,
+                        .stx_mode = (uint16_t) st.st_mode,
+                };
+        }
+        *ret_have_stat = true;
+
+        if (S_ISDIR(sx->stx_mode))
+                return -EISDIR;
+        if (!S_ISREG(sx->stx_mode))
+                return -EBADFD;
+        if (fstatfs(path_fd, &sfs) < 0)
+                return negative_errno();
+        if (sfs.f_type == PROC_SUPER_MAGIC || sfs.f_type == SYSFS_MAGIC)
+                return -EMEDIUMTYPE;
+
+        (void) snprintf(self_fd, sizeof self_fd, "/proc/self/fd/%d", path_fd);
+        fd = open(self_fd, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        return fd < 0 ? negative_errno() : fd;
 }
 
 /* Reads every file under root_fd. mount_prefix: what mountinfo puts before
@@ -583,38 +872,26 @@ static int view_read_files(RunningView *v, int root_fd, const MountInfo *mi,
                 RunningResolve resolve = RUNNING_RESOLVE_OPENAT2;
                 bool have_root_attr = false, is_mount_root = false;
                 _cleanup_close_ int fd = -EBADF;
+                struct statx sx;
+                bool have_stat;
 
-                fd = running_open_in_root(root_fd, f->path, O_RDONLY | O_NOCTTY | O_NONBLOCK,
-                                          &resolve);
+                fd = open_regular_in_root(root_fd, f->path, &resolve, &sx, &have_stat);
                 if (resolve == RUNNING_RESOLVE_WALK)
                         v->resolve = RUNNING_RESOLVE_WALK;
+                if (have_stat) {
+                        f->have_stat = true;
+                        f->dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+                        f->ino = sx.stx_ino;
+                        f->nlink = sx.stx_nlink;
+                        f->mode = sx.stx_mode;
+                        if (sx.stx_mask & STATX_MNT_ID)
+                                f->mount_id = sx.stx_mnt_id;
+                        have_root_attr = sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT;
+                        is_mount_root = sx.stx_attributes & STATX_ATTR_MOUNT_ROOT;
+                }
                 if (fd < 0)
                         f->error = fd;
                 else {
-                        struct statx sx;
-
-                        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
-                                  STATX_BASIC_STATS | STATX_MNT_ID, &sx) == 0) {
-                                f->have_stat = true;
-                                f->dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
-                                f->ino = sx.stx_ino;
-                                f->nlink = sx.stx_nlink;
-                                f->mode = sx.stx_mode;
-                                if (sx.stx_mask & STATX_MNT_ID)
-                                        f->mount_id = sx.stx_mnt_id;
-                                have_root_attr = sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT;
-                                is_mount_root = sx.stx_attributes & STATX_ATTR_MOUNT_ROOT;
-                        } else {
-                                struct stat st;
-                                if (fstat(fd, &st) == 0) {
-                                        f->have_stat = true;
-                                        f->dev = st.st_dev;
-                                        f->ino = st.st_ino;
-                                        f->nlink = st.st_nlink;
-                                        f->mode = st.st_mode;
-                                }
-                        }
-
                         f->error = read_fd_bounded(fd, v->max_bytes, &f->content, &f->size);
                         if (f->error == -ENOMEM)
                                 return -ENOMEM;
@@ -626,6 +903,8 @@ static int view_read_files(RunningView *v, int root_fd, const MountInfo *mi,
                         if (!mount_point)
                                 return -ENOMEM;
                         r = file_mount_facts(f, mi, mount_point, have_root_attr, is_mount_root);
+                        if (r == -EBADMSG)
+                                r = note_bad_version(v, f);
                         if (r < 0)
                                 return r;
                 }
@@ -837,8 +1116,10 @@ static bool error_is_gone(int r) {
 /* One attempt at reading through process pid. Returns 1 when done (read, or
  * a definite answer set in v), 0 when the process vanished and the caller
  * should look again, -ENOMEM. */
-static int read_target_once(const char *proc_dir, int proc_fd, bool proc_is_ours, const char *name,
-                            pid_t pid, MountInfoCache *cache, RunningView *v) {
+static int read_target_once(const char *proc_dir, const Selector *sel, pid_t pid,
+                            MountInfoCache *cache, RunningView *v) {
+        const char *name = sel->name;
+        bool proc_is_ours = sel->self == getpid();
         _cleanup_(mountinfo_freep) MountInfo *mi_owned = NULL;
         const MountInfo *mi = NULL;
         _cleanup_close_ int pid_fd = -EBADF, pidfd = -EBADF, root_fd = -EBADF;
@@ -851,7 +1132,7 @@ static int read_target_once(const char *proc_dir, int proc_fd, bool proc_is_ours
         /* Everything below goes through this directory fd: if the PID is
          * reused meanwhile, the fd still names the process we opened. */
         (void) snprintf(path, sizeof path, "%d", (int) pid);
-        pid_fd = openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        pid_fd = openat(sel->proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (pid_fd < 0) {
                 r = negative_errno();
                 if (error_is_gone(r))
@@ -873,7 +1154,7 @@ static int read_target_once(const char *proc_dir, int proc_fd, bool proc_is_ours
         }
         /* Checked after pidfd_open(): while this process lives, nobody else
          * can hold its PID, so the pidfd is this process's. */
-        r = process_is_at(pid_fd, "", name);
+        r = process_is_at(sel, pid_fd, "");
         if (r <= 0)
                 return 0;
         if (!proc_is_ours &&
@@ -916,7 +1197,7 @@ static int read_target_once(const char *proc_dir, int proc_fd, bool proc_is_ours
 
         /* A process that exited while we read leaves a view of nothing that
          * runs: look again. */
-        r = process_is_at(pid_fd, "", name);
+        r = process_is_at(sel, pid_fd, "");
         if (r <= 0)
                 return 0;
 
@@ -930,11 +1211,91 @@ static int read_target_once(const char *proc_dir, int proc_fd, bool proc_is_ours
         return 1;
 }
 
+struct RunningMemo {
+        pid_t rejected[RUNNING_MAX_CANDIDATES]; /* ignored at the last look, sorted */
+        size_t n_rejected;
+        pid_t several[RUNNING_MAX_CANDIDATES]; /* the last set warned about, sorted */
+        size_t n_several;
+};
+
+int running_memo_new(RunningMemo **ret) {
+        RunningMemo *m = calloc(1, sizeof *m);
+
+        if (!m)
+                return -ENOMEM;
+        *ret = m;
+        return 0;
+}
+
+RunningMemo *running_memo_free(RunningMemo *m) {
+        free(m);
+        return NULL;
+}
+
+static bool pid_in(const pid_t *pids, size_t n, pid_t pid) {
+        return bsearch(&pid, pids, n, sizeof *pids, cmp_pid) != NULL;
+}
+
+/* The sentences one look at the processes calls for (view_warn()), each
+ * said once while it lasts when the caller keeps a memo. */
+static int warn_selection(RunningView *v, const Selector *s, const Selection *sel,
+                          RunningMemo *memo) {
+        size_t n_new = 0;
+        int r = 0;
+
+        for (size_t i = 0; i < sel->n_rejected && r >= 0; i++) {
+                const Rejected *x = &sel->rejected[i];
+
+                if (memo && pid_in(memo->rejected, memo->n_rejected, x->pid))
+                        continue;
+                r = view_warn(v, "%s PID %d: %s.",
+                              n_new++ == 0 ? "Ignoring a process of the target's name:" : "And",
+                              (int) x->pid, x->reason);
+        }
+        if (r >= 0 && sel->n_rejected_dropped > 0 && (!memo || n_new > 0))
+                r = view_warn(v, "And %zu more.", sel->n_rejected_dropped);
+        if (r >= 0 && n_new > 0)
+                r = view_warn(v,
+                              "Only a process in the agent's user namespace with uid %lu is "
+                              "read as \"%s\".",
+                              (unsigned long) s->uid, s->name);
+
+        if (r >= 0 && sel->n_several > 1 &&
+            (!memo || memo->n_several != sel->n_several ||
+             memcmp(memo->several, sel->several, sel->n_several * sizeof(pid_t)) != 0)) {
+                StrBuf b = STRBUF_INIT(RUNNING_MAX_CANDIDATES * 16);
+
+                for (size_t i = 0; i < sel->n_several && r >= 0; i++)
+                        r = strbuf_printf(&b, "%s%d", i ? ", " : "", (int) sel->several[i]);
+                if (r >= 0 && sel->n_several_dropped > 0)
+                        r = strbuf_printf(&b, " and %zu more", sel->n_several_dropped);
+                if (r >= 0)
+                        r = view_warn(v,
+                                      "Several processes named \"%s\" could be the workload's "
+                                      "(PIDs %s): reading PID %d (a child of the PID "
+                                      "namespace's init first, then the lowest PID).",
+                                      s->name, strbuf_str(&b), (int) sel->best.pid);
+                strbuf_done(&b);
+        }
+        if (r < 0)
+                return -ENOMEM;
+
+        if (memo) {
+                memo->n_rejected = sel->n_rejected;
+                for (size_t i = 0; i < sel->n_rejected; i++)
+                        memo->rejected[i] = sel->rejected[i].pid;
+                memo->n_several = sel->n_several;
+                memcpy(memo->several, sel->several, sel->n_several * sizeof(pid_t));
+        }
+        return 0;
+}
+
 static int read_target(const RunningConfig *cfg, const char *proc_dir, pid_t last_pid,
                        RunningView *v) {
         const char *name = cfg->target_process;
+        _cleanup_free_ Selection *sel = NULL;
         _cleanup_close_ int proc_fd = -EBADF;
-        pid_t self;
+        Selector s;
         int r;
 
         proc_fd = open(proc_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -944,7 +1305,15 @@ static int read_target(const RunningConfig *cfg, const char *proc_dir, pid_t las
         }
         /* A pidfd is only this process when proc_dir is our own PID
          * namespace's procfs, which "self" tells. */
-        self = proc_self_pid(proc_fd);
+        r = selector_init(&s, proc_fd, name, cfg->target_uid);
+        if (r < 0)
+                return view_unobservable(v, r,
+                                         "cannot tell the agent's own user namespace from "
+                                         "/proc/self/ns/user: %s",
+                                         strerror(-r));
+        sel = malloc(sizeof *sel);
+        if (!sel)
+                return -ENOMEM;
 
         for (unsigned attempt = 0; attempt < RUNNING_MAX_ATTEMPTS; attempt++) {
                 pid_t pid = 0;
@@ -952,12 +1321,24 @@ static int read_target(const RunningConfig *cfg, const char *proc_dir, pid_t las
 
                 if (last_pid > 0) {
                         (void) snprintf(prefix, sizeof prefix, "%d/", (int) last_pid);
-                        if (process_is_at(proc_fd, prefix, name) > 0)
+                        if (process_is_at(&s, proc_fd, prefix) > 0)
                                 pid = last_pid;
                         last_pid = 0; /* a second attempt always looks again */
                 }
                 if (pid == 0) {
-                        r = find_process_at(proc_fd, name, self, &pid);
+                        r = find_process_at(&s, sel);
+                        if (r == -ESRCH || r >= 0) {
+                                if (warn_selection(v, &s, sel, cfg->memo) < 0)
+                                        return -ENOMEM;
+                        }
+                        if (r == -ESRCH && sel->n_rejected + sel->n_rejected_dropped > 0)
+                                return view_unobservable(
+                                        v, r,
+                                        "no process named \"%s\" runs as uid %lu in the agent's "
+                                        "user namespace (%zu of that name ignored: the log "
+                                        "says why)",
+                                        name, (unsigned long) s.uid,
+                                        sel->n_rejected + sel->n_rejected_dropped);
                         if (r == -ESRCH)
                                 return view_unobservable(
                                         v, r,
@@ -968,10 +1349,10 @@ static int read_target(const RunningConfig *cfg, const char *proc_dir, pid_t las
                                 return view_unobservable(v, r,
                                                          "cannot list the processes in %s: %s",
                                                          proc_dir, strerror(-r));
+                        pid = sel->best.pid;
                 }
 
-                r = read_target_once(proc_dir, proc_fd, self == getpid(), name, pid, cfg->mountinfo,
-                                     v);
+                r = read_target_once(proc_dir, &s, pid, cfg->mountinfo, v);
                 if (r != 0)
                         return r < 0 ? r : 0;
                 log_debug("Process \"%s\" (PID %d) exited while being read, looking again.", name,

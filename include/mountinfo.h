@@ -90,12 +90,29 @@ const MountInfoEntry *mountinfo_find_id(const MountInfo *mi, uint64_t mount_id);
  * component right before the last one when it starts with ".." (kubelet's
  * reserved "..data" and "..data_tmp" excepted); it is returned whole, ".."
  * included, so it compares equal to readlink("..data") of a whole-directory
- * mount of the same volume. It is an opaque id: never read it as a date.
+ * mount of the same volume. It is an opaque id: never read it as a date; its
+ * shape is checked (mountinfo_version_is_valid()) so that what the table
+ * holds cannot put other bytes (a decoded "\012" is a newline) into a log
+ * line, a metric or the pod condition.
  * A ConfigMap item projected into a subdirectory (items[].path "a/b") is not
  * recognized: the version directory is then not the file's parent.
- * Either ret pointer may be NULL. Returns 1 with *ret_version a new string
- * when a version id was found, 0 with *ret_version NULL when not, -ENOMEM. */
+ * Either ret pointer may be NULL; *ret_deleted is set in every case but
+ * -ENOMEM. Returns 1 with *ret_version a new string when a version id was
+ * found, 0 with *ret_version NULL when there is none, -EBADMSG with
+ * *ret_version NULL when the component starts with ".." but is no name
+ * kubelet writes (the version is then unknown), -ENOMEM. */
 int mountinfo_root_version(const char *root, char **ret_version, bool *ret_deleted);
 
+/* Whether len bytes at s are a version directory name as kubelet's atomic
+ * writer makes them: os.MkdirTemp(dir, "..2006_01_02_15_04_05.") appends
+ * decimal digits to that pattern, so "..DDDD_DD_DD_DD_DD_DD." and 1 to
+ * MOUNTINFO_MAX_VERSION_DIGITS digits (DESIGN §2). The digits are checked,
+ * never read as a date. */
+bool mountinfo_version_is_valid(const char *s, size_t len);
+
+/* Go's MkdirTemp appends a uint32 in decimal (10 digits at most); a 64-bit
+ * one would take 20: both are accepted. */
+#define MOUNTINFO_MAX_VERSION_DIGITS 20u
+
 /* The suffix the kernel appends to an unlinked mount root. */
-#define MOUNTINFO_DELETED_SUFFIX "//deleted"
+#define MOUNTINFO_DELETED_SUFFIX     "//deleted"

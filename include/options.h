@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "macro.h"
 
@@ -58,6 +59,8 @@ typedef struct Options {
         size_t n_files;
         char *running_root;          /* --running-root, default "/" */
         char *target_process;        /* --target-process NAME, or NULL */
+        uid_t target_uid;            /* --target-uid UID, default 0 */
+        bool target_uid_set;         /* --target-uid given: it needs --target-process */
         char *listen;                /* --listen [ADDR]:PORT, default ":9100" */
         uint64_t resync_usec;        /* --resync-interval SECONDS */
         uint64_t poll_usec;          /* --poll-interval SECONDS (the polling fallback) */

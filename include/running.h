@@ -31,8 +31,13 @@
  * is the moment to read again. Nothing signals a process that appears: while
  * the view is not observable, only a timer (the resync) finds it.
  * The process is chosen by name, so any process of the shared PID namespace
- * could call itself NAME (prctl(PR_SET_NAME)); keeping last_pid, preferring a
- * parent of another name and the lowest PID favour the long-lived daemon.
+ * could call itself NAME (prctl(PR_SET_NAME)), and a user of a login pod can
+ * start one under "unshare -Urm" with an enroot.conf of their own. Only a
+ * process in the agent's own user namespace whose uids are all
+ * cfg->target_uid is taken (the others are named in view->warning); among
+ * those, keeping last_pid, preferring one without an ancestor of the same
+ * name, then one whose parent is the PID namespace's init or outside it,
+ * then the lowest PID favour the long-lived daemon.
  */
 #pragma once
 
@@ -59,11 +64,22 @@
 #define RUNNING_MAX_DEPTH           256u
 #define RUNNING_MAX_PATH_LENGTH     4096u
 /* Target mode: PROC/PID/comm and PROC/PID/stat are read up to this size; a
- * process whose files are larger (never from a real kernel) is skipped. */
+ * process whose files are larger (never from a real kernel) is skipped. Of
+ * PROC/PID/status, only this many first bytes are read: its "Uid:" line
+ * comes early, and a "Groups:" line after it can be far longer. */
 #define RUNNING_MAX_PROC_FILE_BYTES 4096u
 /* Target mode: a read that raced with the process exiting is redone on the
  * process found next, at most this many times in all. */
 #define RUNNING_MAX_ATTEMPTS        3u
+/* Target mode: processes of the name that one look tells apart by PID
+ * (those ignored, and those that could each be the target); more are
+ * counted. */
+#define RUNNING_MAX_CANDIDATES      32u
+/* Target mode: parents followed up from a candidate to find an ancestor of
+ * the same name. */
+#define RUNNING_MAX_ANCESTORS       64u
+/* Target mode: one reason a process was ignored, in bytes. */
+#define RUNNING_MAX_REASON_BYTES    128u
 
 /* The parsed mountinfo of one mount namespace, kept between reads: the
  * kernel reports every mount and unmount in that namespace as POLLPRI on an
@@ -85,10 +101,22 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(MountInfoCache *, mountinfo_cache_free);
 /* How many times the cache read a mountinfo file (tests, debugging). */
 unsigned mountinfo_cache_reads(const MountInfoCache *c);
 
+/* What target mode has already said about the processes of the name (the
+ * ones it ignored, the ones that could each be the target), kept between
+ * reads so that each is said once while it lasts, not at every look. */
+typedef struct RunningMemo RunningMemo;
+
+int running_memo_new(RunningMemo **ret);
+RunningMemo *running_memo_free(RunningMemo *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(RunningMemo *, running_memo_free);
+
 typedef struct RunningConfig {
         const char *proc_dir;       /* where procfs is mounted; NULL: "/proc" */
         const char *running_root;   /* default mode: NULL means "/"; ignored in target mode */
         const char *target_process; /* NULL: default mode; else the process name (comm) */
+        uid_t target_uid;           /* target mode: the uid (real, effective, saved and
+                                     * filesystem) the process runs as; 0 is root */
+        RunningMemo *memo;          /* target mode: NULL says everything at every call */
         const char *const *paths;   /* absolute paths as the workload sees them */
         size_t n_paths;             /* at most RUNNING_MAX_PATHS */
         size_t max_bytes;           /* cap on each file's content */
@@ -103,8 +131,10 @@ typedef enum RunningResolve {
 typedef struct RunningFile {
         char *path;    /* as configured, e.g. "/etc/enroot/enroot.conf" */
         int error;     /* 0 when content was read; else -errno: -ENOENT, -EACCES, -EFBIG
-                       * (over max_bytes), -EISDIR, -EBADFD (FIFO, socket, device),
-                       * -ELOOP, ...; when the view is not observable, the view's error */
+                       * (over max_bytes), -EISDIR, -EBADFD (FIFO, socket, device: never
+                       * opened, only looked at through O_PATH), -EMEDIUMTYPE (a file on
+                       * procfs or sysfs, never read), -ELOOP, ...; when the view is not
+                       * observable, the view's error */
         char *content; /* error == 0: size bytes plus a NUL (the file may hold NULs) */
         size_t size;
 
@@ -131,7 +161,12 @@ typedef struct RunningView {
         int error;       /* !observable: -ESRCH (no such process), -EACCES/-EPERM, -ENOENT, ... */
         char *detail;    /* !observable: one sentence for the user; else NULL */
         char *note;      /* observable but degraded (openat2 fallback, mountinfo
-                          * unreadable, no pidfd): one sentence; else NULL */
+                          * unreadable, no pidfd, a mount root that names no kubelet
+                          * version): one sentence; else NULL */
+        char *warning;   /* target mode: processes of the name that were ignored (another
+                          * user namespace, another uid), or several that could each be
+                          * the target, each said once while it lasts (cfg->memo):
+                          * sentences for a warning in the log; else NULL */
 
         pid_t pid; /* target mode: the process read (pass it back as last_pid); else 0 */
         int pidfd; /* target mode: pidfd_open() of that process, readable (EPOLLIN) once it
@@ -162,13 +197,16 @@ RunningView *running_view_free(RunningView *v);
 DEFINE_TRIVIAL_CLEANUP_FUNC(RunningView *, running_view_free);
 
 /* Finds the process named name (its comm, compared on RUNNING_COMM_MAX bytes)
- * in proc_dir (NULL: "/proc"), skipping zombies and the caller itself. When
- * several match, one whose parent has another name wins (the main process of
- * a daemon that forks helpers under its own name), then the lowest PID (the
- * oldest, barring PID wrap-around).
+ * in proc_dir (NULL: "/proc"), skipping zombies, the caller itself, and
+ * processes in another user namespace than the caller's or with a uid other
+ * than uid. When several match, one without an ancestor of the same name
+ * wins (the main process of a daemon that forks helpers under its own
+ * name), then one whose parent is PID 1 or outside the PID namespace (PPid
+ * 0: a container's first process in a pod's shared PID namespace), then the
+ * lowest PID (the oldest, barring PID wrap-around).
  * Returns 0 with *ret_pid, -ESRCH when none matches, or the -errno of
  * opening proc_dir. */
-int running_find_process(const char *proc_dir, const char *name, pid_t *ret_pid);
+int running_find_process(const char *proc_dir, const char *name, uid_t uid, pid_t *ret_pid);
 
 /* Opens path inside the directory root_fd as if root_fd were "/" (absolute
  * symlinks and ".." stay inside). flags are added to O_CLOEXEC; O_CREAT is

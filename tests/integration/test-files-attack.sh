@@ -130,6 +130,27 @@ rm -f "$key"
 cp "$WORK/src/enroot.conf" "$key"
 repaired "FIFO and device"
 
+# --- a FIFO with a writer waiting where the running file should be --------------
+# A reader's open(2) would release the writer's: the agent must not open it.
+mv "$run" "$WORK/saved.conf"
+mkfifo "$run"
+(exec 3>"$run" && : >"$WORK/fifo-opened") &
+writer=$!
+expect "running file is a FIFO with a writer waiting" 0 unreadable 'not a regular file' \
+        'enroot.conf: unreadable \(/etc/enroot/enroot.conf'
+sleep 0.2
+[ ! -e "$WORK/fifo-opened" ] && pass || fail "the agent opened the running FIFO: its writer's open returned"
+# Release the writer (a writer that is done would leave this open blocked: it
+# holds the FIFO open until it has made its file).
+if [ ! -e "$WORK/fifo-opened" ]; then
+        exec 4<"$run"
+        exec 4<&-
+fi
+wait "$writer" || true
+rm "$run"
+mv "$WORK/saved.conf" "$run"
+repaired "running FIFO with a writer"
+
 # --- a 1 GiB file (sparse): refused unread, at once ---------------------------
 truncate -s 1G "$key.big" && mv "$key.big" "$key"
 expect "ConfigMap key of 1 GiB" 0 unreadable 'larger than 1 MiB' 'enroot.conf: unreadable .*larger than 1 MiB'
@@ -176,6 +197,35 @@ publish
 if wait_for 5 file_is 0 drifted; then pass; else fail "no update seen after the directory came back"; fi
 printf 'ENROOT_MOUNT_HOME=yes\nENROOT_REMAP_ROOT=yes\n' >"$WORK/src/enroot.conf"
 publish
+stop_agent
+
+# --- kernel files where a running file should be: never read ------------------
+# Running root "/": a link to /proc/self/environ is the agent's own
+# environment, a secret among it; a file of sysfs is kernel state.
+mkdir -p "$WORK/kernel/environ.d"
+ln -s /proc/self/environ "$WORK/kernel/enroot.conf"
+cp "$WORK/src/99-aicr-defaults.env" "$WORK/kernel/environ.d/"
+AGENT_WRAPPER=(env AICR_TEST_SECRET_TOKEN=s3cr3t-value)
+start "$WORK/kernel.log" --desired-dir "$cm" --file "enroot.conf=$WORK/kernel/enroot.conf" \
+        --file "99-aicr-defaults.env=$WORK/kernel/environ.d/99-aicr-defaults.env" || { finish; exit 1; }
+AGENT_WRAPPER=()
+expect "running file is a link to /proc/self/environ" 0 unreadable \
+        'is on procfs or sysfs \(kernel state, not a file\); refusing to read it' \
+        'enroot.conf: unreadable .*refusing to read it'
+curl -sf --max-time 5 "http://127.0.0.1:$PORT/metrics" >"$WORK/kernel.metrics"
+status >"$WORK/kernel.status"
+if grep -q 'AICR_TEST_SECRET\|s3cr3t' "$WORK/kernel.status" "$WORK/kernel.metrics" "$WORK/kernel.log"; then
+        fail "the agent's environment leaked: $(grep -h 'AICR_TEST_SECRET\|s3cr3t' "$WORK/kernel.status" "$WORK/kernel.metrics" "$WORK/kernel.log" | head -3)"
+else
+        pass
+fi
+[ "$(status | jq -r '.files[0].sha256.running')" = null ] && pass ||
+        fail "a hash of /proc/self/environ was published: $(status | jq -c '.files[0].sha256')"
+if [ -e /sys/kernel/uevent_seqnum ]; then
+        ln -sfn /sys/kernel/uevent_seqnum "$WORK/kernel/enroot.conf"
+        expect "running file is a link into sysfs" 0 unreadable 'is on procfs or sysfs' \
+                'enroot.conf: unreadable .*refusing to read it'
+fi
 stop_agent
 
 # --- permission denied ---------------------------------------------------------

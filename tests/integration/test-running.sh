@@ -153,7 +153,13 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 
         start "${asnobody[@]}" "$WORK/bin/$NAME" 1000
         d=$pid
+        # a process of another uid than the one named is not the target
         probe_as_nobody --target "$NAME" "$CONF"
+        want view.observable 0
+        want view.error ESRCH
+        want view.detail "no process named \"$NAME\" runs as uid 0 in the agent's user namespace (1 of that name ignored: the log says why)"
+        want view.warning "Ignoring a process of the target's name: PID $d: it runs as uid 65534 (real, effective, saved, filesystem: 65534 65534 65534 65534), not 0. Only a process in the agent's user namespace with uid 0 is read as \"$NAME\"."
+        probe_as_nobody --target "$NAME" --target-uid 65534 "$CONF"
         want view.observable 1
         want view.pid "$d"
         want file[0].content 'ENROOT_MOUNT_HOME=yes\n'

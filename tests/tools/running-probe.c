@@ -3,10 +3,11 @@
  * Test tool: prints the running view (running.h) as "name=value" lines so
  * that a script can check it against real processes and real bind mounts.
  *
- *   running-probe [--proc DIR] [--root DIR] [--target NAME] [--last-pid PID]
- *                 [--max-bytes N] [--wait-exit SECONDS] PATH...
+ *   running-probe [--proc DIR] [--root DIR] [--target NAME] [--target-uid UID]
+ *                 [--last-pid PID] [--max-bytes N] [--wait-exit SECONDS] PATH...
  *
- * Lines: view.observable, view.error, view.detail, view.note, view.pid,
+ * Lines: view.observable, view.error, view.detail, view.note, view.warning,
+ * view.pid,
  * view.pidfd (1 when one was returned), view.resolve, view.mountinfo_error,
  * view.mountinfo_malformed, then for each PATH (index i): file[i].path,
  * .error, .content (C-escaped), .size, .nlink, .dev, .ino, .mount_known,
@@ -44,6 +45,8 @@ static const char *errno_name(int error) {
                 return "EFBIG";
         case EISDIR:
                 return "EISDIR";
+        case EMEDIUMTYPE:
+                return "EMEDIUMTYPE";
         case EBADFD:
                 return "EBADFD";
         case ELOOP:
@@ -79,6 +82,7 @@ static void print_view(const RunningView *v) {
         printf("view.error=%s\n", errno_name(v->error));
         printf("view.detail=%s\n", v->detail ? v->detail : "");
         printf("view.note=%s\n", v->note ? v->note : "");
+        printf("view.warning=%s\n", v->warning ? v->warning : "");
         printf("view.pid=%d\n", (int) v->pid);
         printf("view.pidfd=%d\n", v->pidfd >= 0);
         printf("view.resolve=%s\n", v->resolve == RUNNING_RESOLVE_WALK ? "walk" : "openat2");
@@ -112,6 +116,7 @@ int main(int argc, char **argv) {
                 {"proc", required_argument, NULL, 'p'},
                 {"root", required_argument, NULL, 'r'},
                 {"target", required_argument, NULL, 't'},
+                {"target-uid", required_argument, NULL, 'u'},
                 {"last-pid", required_argument, NULL, 'l'},
                 {"max-bytes", required_argument, NULL, 'm'},
                 {"wait-exit", required_argument, NULL, 'w'},
@@ -132,6 +137,9 @@ int main(int argc, char **argv) {
                         break;
                 case 't':
                         cfg.target_process = optarg;
+                        break;
+                case 'u':
+                        cfg.target_uid = (uid_t) strtoul(optarg, NULL, 10);
                         break;
                 case 'l':
                         last_pid = strtol(optarg, NULL, 10);

@@ -300,12 +300,24 @@ static const VersionCase version_cases[] = {
         /* a volume on its own filesystem (tmpfs for a Secret): the version is first */
         {"/..2026_12_02_14_00_00.123456789/99-aicr-defaults.env//deleted", 1,
          "..2026_12_02_14_00_00.123456789", true},
-        {"..v1/enroot.conf", 1, "..v1", false},
-        /* opaque: whatever follows "..", never parsed as a date */
-        {"/vol/..not-a-date/enroot.conf", 1, "..not-a-date", false},
-        {"/vol/...x/k", 1, "...x", false},
-        {"/vol/..v//k", 1, "..v", false},
-        {"/vol/..v/k/", 1, "..v", false},
+        {"..2026_12_02_14_00_00.1/enroot.conf", 1, "..2026_12_02_14_00_00.1", false},
+        /* the digits are checked, never read as a date */
+        {"/vol/..0000_99_99_99_99_99.00000000000000000000/k", 1,
+         "..0000_99_99_99_99_99.00000000000000000000", false},
+        {"/vol/..2026_12_02_14_00_00.1//k", 1, "..2026_12_02_14_00_00.1", false},
+        {"/vol/..2026_12_02_14_00_00.1/k/", 1, "..2026_12_02_14_00_00.1", false},
+        /* ".." and no name kubelet writes: the version is unknown */
+        {"..v1/enroot.conf", -EBADMSG, NULL, false},
+        {"/vol/..not-a-date/enroot.conf", -EBADMSG, NULL, false},
+        {"/vol/...x/k", -EBADMSG, NULL, false},
+        {"/vol/..v/k//deleted", -EBADMSG, NULL, true},
+        {"/vol/..2026_12_02_14_00_00./k", -EBADMSG, NULL, false},
+        {"/vol/..2026_12_02_14_00_00.000000000000000000000/k", -EBADMSG, NULL, false},
+        {"/vol/..2026_12_02_14_00_00.1x/k", -EBADMSG, NULL, false},
+        {"/vol/..2026-12-02_14_00_00.1/k", -EBADMSG, NULL, false},
+        {"/vol/..2026_12_02_14_00_0.1/k", -EBADMSG, NULL, false},
+        {"/vol/..2026_12_02_14_00_00.1\n/k", -EBADMSG, NULL, false},
+        {"/vol/..2026_12_02_14_00_00.1\033[2J/k//deleted", -EBADMSG, NULL, true},
         /* no version */
         {"/etc/enroot/enroot.conf", 0, NULL, false},
         {"/tmp/enroot.conf//deleted", 0, NULL, true},
@@ -420,6 +432,39 @@ static void test_k8s_sample(void **state) {
         assert_int_equal(mountinfo_find_mount_point(mi, "/etc/enroot", &e), -ENOENT);
 }
 
+/* Version directories kubelet never writes, bytes a terminal would obey
+ * among them: parsed, decoded, and refused as versions. */
+static void test_hostile_sample(void **state) {
+        _cleanup_(mountinfo_freep) MountInfo *mi = parse_file("k8s-hostile-version.txt");
+        static const struct {
+                const char *path;
+                int ret;
+                const char *root_has; /* a decoded byte the root holds */
+                bool deleted;
+        } want[] = {
+                {"/etc/enroot/enroot.conf", -EBADMSG, "\n", true},
+                {"/etc/enroot/environ.d/99-aicr-defaults.env", -EBADMSG, "\r", false},
+                {"/etc/enroot/x\ny", 1, "\n", false},
+        };
+
+        assert_int_equal(mi->n_malformed, 0);
+        assert_int_equal(mi->n_entries, 5);
+        for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+                _cleanup_free_ char *version = NULL;
+                const MountInfoEntry *e;
+                bool deleted = !want[i].deleted;
+
+                assert_int_equal(mountinfo_find_mount_point(mi, want[i].path, &e), 0);
+                assert_non_null(strstr(e->root, want[i].root_has));
+                assert_int_equal(mountinfo_root_version(e->root, &version, &deleted), want[i].ret);
+                assert_int_equal(deleted, want[i].deleted);
+                if (want[i].ret == 1)
+                        assert_string_equal(version, "..2026_12_02_14_00_00.123456789");
+                else
+                        assert_null(version);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_line_fields),
@@ -434,6 +479,7 @@ int main(void) {
                 cmocka_unit_test(test_root_version),
                 cmocka_unit_test(test_kernel_sample),
                 cmocka_unit_test(test_k8s_sample),
+                cmocka_unit_test(test_hostile_sample),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,6 +34,9 @@ static const ErrorRow error_rows[] = {
         {{"--running-root", "rel"}, "--running-root: \"rel\" is not an absolute path"},
         {{"--target-process", "a/b"}, "--target-process"},
         {{"--target-process", "a-name-longer-than-15"}, "1 to 15 characters"},
+        {{"--target-uid", "root"}, "--target-uid: \"root\" is not a number of uid"},
+        {{"--target-uid", "-1"}, "--target-uid"},
+        {{"--target-uid", "4294967295"}, "from 0 to 4294967294"},
         {{"--log-level", "loud"}, "--log-level: \"loud\""},
         {{"--timeout", "0"}, "--timeout: \"0\" is not a number of milliseconds"},
         {{"--bogus"}, "unknown option --bogus"},
@@ -118,6 +121,8 @@ static void test_everything(void **state) {
                 "poll",
                 "--target-process",
                 "slurmd",
+                "--target-uid",
+                "4294967294",
                 "--log-level",
                 "debug",
                 "--check-config",
@@ -134,6 +139,7 @@ static void test_everything(void **state) {
         assert_int_equal(o.poll_usec, 2 * 1000000ull);
         assert_string_equal(o.watch, "poll");
         assert_string_equal(o.target_process, "slurmd");
+        assert_int_equal(o.target_uid, 4294967294u);
         assert_int_equal(o.log_level, LOG_DEBUG);
         assert_int_equal(options_validate_daemon(&o, &err), 0);
 }
@@ -166,6 +172,14 @@ static void test_validate(void **state) {
         free(err2);
         assert_int_equal(options_validate_daemon(&o, &err2), -EINVAL);
         assert_non_null(strstr(err2, "exclude each other"));
+        options_done(&o);
+        free(err2);
+        err2 = NULL;
+        assert_int_equal(parse((const char *[]){"--desired-dir", "/d", "--target-uid", "0", NULL},
+                               &o, &err2),
+                         0);
+        assert_int_equal(options_validate_daemon(&o, &err2), -EINVAL);
+        assert_non_null(strstr(err2, "--target-uid needs --target-process"));
 }
 
 static void test_keys(void **state) {

@@ -201,6 +201,7 @@ static RunningView *read_view(const char *running_root, const char *target, pid_
         RunningConfig cfg = {
                 .running_root = running_root,
                 .target_process = target,
+                .target_uid = getuid(),
                 .paths = paths,
                 .n_paths = n_paths,
                 .max_bytes = MAX_BYTES,
@@ -563,9 +564,17 @@ static void test_magic_links(void **state) {
 /* ------------------------------------------------------------------------ */
 /* Finding the process in a fake /proc */
 
-static void fake_process(int proc_fd, int pid, const char *comm, char state, int ppid) {
+/* A fake process: comm, stat, status (its uids), and ns/user, a hard link
+ * of the tree's "self/ns/user" (the agent's user namespace) or, with
+ * other_ns, a file of its own (another namespace: another inode). */
+static void fake_process_as(int proc_fd, int pid, const char *comm, char state, int ppid,
+                            unsigned uid, bool other_ns) {
         char path[64], stat[256];
 
+        if (mkdirat(proc_fd, "self", 0755) == 0) {
+                assert_int_equal(mkdirat(proc_fd, "self/ns", 0755), 0);
+                write_at(proc_fd, "self/ns/user", "");
+        }
         (void) snprintf(path, sizeof path, "%d", pid);
         assert_int_equal(mkdirat(proc_fd, path, 0755), 0);
         (void) snprintf(path, sizeof path, "%d/comm", pid);
@@ -575,6 +584,23 @@ static void fake_process(int proc_fd, int pid, const char *comm, char state, int
         (void) snprintf(stat, sizeof stat, "%d (%s) %c %d 1 1 0 -1 4194560 0 0\n", pid, comm, state,
                         ppid);
         write_at(proc_fd, path, stat);
+        (void) snprintf(path, sizeof path, "%d/status", pid);
+        (void) snprintf(stat, sizeof stat,
+                        "Name:\t%s\nUmask:\t0022\nState:\t%c\nPPid:\t%d\nUid:\t%u\t%u\t%u\t%u\n"
+                        "Gid:\t0\t0\t0\t0\n",
+                        comm, state, ppid, uid, uid, uid, uid);
+        write_at(proc_fd, path, stat);
+        (void) snprintf(path, sizeof path, "%d/ns", pid);
+        assert_int_equal(mkdirat(proc_fd, path, 0755), 0);
+        (void) snprintf(path, sizeof path, "%d/ns/user", pid);
+        if (other_ns)
+                write_at(proc_fd, path, "");
+        else
+                assert_int_equal(linkat(proc_fd, "self/ns/user", proc_fd, path, 0), 0);
+}
+
+static void fake_process(int proc_fd, int pid, const char *comm, char state, int ppid) {
+        fake_process_as(proc_fd, pid, comm, state, ppid, 0, false);
 }
 
 static void test_find_process_fake(void **state) {
@@ -588,7 +614,7 @@ static void test_find_process_fake(void **state) {
         proc_fd = open(proc, O_DIRECTORY | O_CLOEXEC);
         assert_true(proc_fd >= 0);
 
-        assert_int_equal(running_find_process(proc, "slurmd", &pid), -ESRCH);
+        assert_int_equal(running_find_process(proc, "slurmd", 0, &pid), -ESRCH);
 
         fake_process(proc_fd, 1, "tini", 'S', 0);
         /* a helper forked by slurmd, under its name, with a lower PID (wrap-around) */
@@ -601,18 +627,18 @@ static void test_find_process_fake(void **state) {
         fake_process(proc_fd, 3, "a) Z 1 (b", 'S', 1);
         assert_int_equal(mkdirat(proc_fd, "self-not-a-pid", 0755), 0);
 
-        assert_int_equal(running_find_process(proc, "slurmd", &pid), 0);
+        assert_int_equal(running_find_process(proc, "slurmd", 0, &pid), 0);
         assert_int_equal(pid, 9); /* parent is not slurmd, lowest of those */
-        assert_int_equal(running_find_process(proc, "a) Z 1 (b", &pid), 0);
+        assert_int_equal(running_find_process(proc, "a) Z 1 (b", 0, &pid), 0);
         assert_int_equal(pid, 3);
-        assert_int_equal(running_find_process(proc, "tini", &pid), 0);
+        assert_int_equal(running_find_process(proc, "tini", 0, &pid), 0);
         assert_int_equal(pid, 1);
-        assert_int_equal(running_find_process(proc, "slurm", &pid), -ESRCH);
-        assert_int_equal(running_find_process(proc, "slurmdd", &pid), -ESRCH);
+        assert_int_equal(running_find_process(proc, "slurm", 0, &pid), -ESRCH);
+        assert_int_equal(running_find_process(proc, "slurmdd", 0, &pid), -ESRCH);
 
         /* the kernel keeps 15 bytes of a name: a longer one matches on those */
         fake_process(proc_fd, 20, "slurmd-with-a-l", 'S', 1);
-        assert_int_equal(running_find_process(proc, "slurmd-with-a-long-name", &pid), 0);
+        assert_int_equal(running_find_process(proc, "slurmd-with-a-long-name", 0, &pid), 0);
         assert_int_equal(pid, 20);
 
         /* RUNNING_MAX_PROC_FILE_BYTES: a larger comm file is skipped */
@@ -620,9 +646,62 @@ static void test_find_process_fake(void **state) {
         big[sizeof big - 1] = '\0';
         fake_process(proc_fd, 30, "big", 'S', 1);
         write_at(proc_fd, "30/comm", big);
-        assert_int_equal(running_find_process(proc, big, &pid), -ESRCH);
+        assert_int_equal(running_find_process(proc, big, 0, &pid), -ESRCH);
 
-        assert_int_equal(running_find_process("/nonexistent-proc", "slurmd", &pid), -ENOENT);
+        assert_int_equal(running_find_process("/nonexistent-proc", "slurmd", 0, &pid), -ENOENT);
+
+        /* A login pod: users can name a process "sshd", with lower PIDs than
+         * the daemon's (a supervisor restart, PID wrap-around). */
+        fake_process_as(proc_fd, 5, "sshd", 'S', 1, 0, true); /* root in a namespace of its own */
+        fake_process_as(proc_fd, 6, "sshd", 'S', 1, 1000, false); /* another uid */
+        fake_process(proc_fd, 40, "sshd", 'S', 0);  /* the container's first process */
+        fake_process(proc_fd, 41, "sshd", 'S', 40); /* one connection's */
+        fake_process(proc_fd, 42, "bash", 'S', 41);
+        fake_process(proc_fd, 43, "sshd", 'S', 42); /* root's, started from a session */
+        assert_int_equal(running_find_process(proc, "sshd", 0, &pid), 0);
+        assert_int_equal(pid, 40);
+        /* the uid the deployment names */
+        assert_int_equal(running_find_process(proc, "sshd", 1000, &pid), 0);
+        assert_int_equal(pid, 6);
+        assert_int_equal(running_find_process(proc, "sshd", 7, &pid), -ESRCH);
+
+        /* below a shell (an entrypoint script), a child of init is preferred
+         * whatever the PIDs */
+        fake_process(proc_fd, 50, "sh", 'S', 0);
+        fake_process(proc_fd, 51, "munged", 'S', 50);
+        fake_process(proc_fd, 60, "munged", 'S', 1);
+        assert_int_equal(running_find_process(proc, "munged", 0, &pid), 0);
+        assert_int_equal(pid, 60);
+
+        /* a status without uids is no process to trust */
+        fake_process(proc_fd, 70, "nouid", 'S', 1);
+        write_at(proc_fd, "70/status", "Name:\tnouid\n");
+        assert_int_equal(running_find_process(proc, "nouid", 0, &pid), -ESRCH);
+
+        /* RUNNING_MAX_PROC_FILE_BYTES of status are read: a long Groups line
+         * after Uid is no matter, a Uid line past them is not seen */
+        {
+                char status[2 * RUNNING_MAX_PROC_FILE_BYTES + 64];
+                size_t n;
+
+                fake_process(proc_fd, 80, "groups", 'S', 1);
+                n = (size_t) snprintf(status, sizeof status,
+                                      "Name:\tgroups\nUid:\t0\t0\t0\t0\nGroups:");
+                while (n < sizeof status - 8)
+                        n += (size_t) snprintf(status + n, sizeof status - n, " %u", (unsigned) n);
+                status[n] = '\0';
+                write_at(proc_fd, "80/status", status);
+                assert_int_equal(running_find_process(proc, "groups", 0, &pid), 0);
+                assert_int_equal(pid, 80);
+
+                fake_process(proc_fd, 81, "late", 'S', 1);
+                memset(status, 'x', RUNNING_MAX_PROC_FILE_BYTES);
+                (void) snprintf(status + RUNNING_MAX_PROC_FILE_BYTES,
+                                sizeof status - RUNNING_MAX_PROC_FILE_BYTES,
+                                "\nUid:\t0\t0\t0\t0\n");
+                write_at(proc_fd, "81/status", status);
+                assert_int_equal(running_find_process(proc, "late", 0, &pid), -ESRCH);
+        }
 }
 
 /* The whole target mode on a fake tree: "root" and "mountinfo" are ours. */
@@ -640,7 +719,8 @@ static void test_target_fake_tree(void **state) {
         fake_process(proc_fd, 7, "slurmd", 'S', 1);
         assert_int_equal(symlinkat(root, proc_fd, "7/root"), 0);
         write_at(proc_fd, "7/mountinfo",
-                 "1 0 0:1 / / rw - t s rw\nbroken\n9 1 0:2 /vol/..v1/enroot.conf//deleted "
+                 "1 0 0:1 / / rw - t s rw\nbroken\n9 1 0:2 "
+                 "/vol/..2026_12_02_14_00_00.1/enroot.conf//deleted "
                  "/etc/enroot/enroot.conf ro - t s rw\n");
 
         cfg.proc_dir = proc;
@@ -781,7 +861,7 @@ static void test_target_long_name(void **state) {
                 _cleanup_(running_view_freep) RunningView *v = NULL;
                 pid_t found = 0;
 
-                assert_int_equal(running_find_process(NULL, long_name, &found), 0);
+                assert_int_equal(running_find_process(NULL, long_name, getuid(), &found), 0);
                 assert_int_equal(found, a);
                 v = read_view(NULL, long_name, 0, paths, 1);
                 assert_int_equal(v->pid, a);
@@ -1114,6 +1194,354 @@ static void test_mountinfo_cache(void **state) {
         view_cache = NULL;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Impostors: processes of the target's name that are not the workload's */
+
+/* A fake tree with the daemon (PID 7, its root the test's) and two
+ * impostors with lower PIDs whose roots hold an enroot.conf of their own. */
+static char *impostor_tree(int *ret_proc_fd) {
+        char *proc = NULL;
+        int proc_fd;
+
+        assert_true(asprintf(&proc, "%s/proc-impostor", dir) > 0);
+        assert_int_equal(mkdir(proc, 0755), 0);
+        proc_fd = open(proc, O_DIRECTORY | O_CLOEXEC);
+        assert_true(proc_fd >= 0);
+        mkdirs_at(dir_fd, "impostor/etc/enroot");
+        write_at(dir_fd, "impostor/etc/enroot/enroot.conf", "ENROOT_REMAP_ROOT=no\n");
+
+        fake_process_as(proc_fd, 3, "sshd", 'S', 1, 0, true);
+        fake_process_as(proc_fd, 4, "sshd", 'S', 1, 1000, false);
+        fake_process(proc_fd, 7, "sshd", 'S', 0);
+        {
+                char impostor[PATH_MAX];
+                (void) snprintf(impostor, sizeof impostor, "%s/impostor", dir);
+                assert_int_equal(symlinkat(impostor, proc_fd, "3/root"), 0);
+                assert_int_equal(symlinkat(impostor, proc_fd, "4/root"), 0);
+        }
+        assert_int_equal(symlinkat(root, proc_fd, "7/root"), 0);
+        *ret_proc_fd = proc_fd;
+        return proc;
+}
+
+static RunningView *read_fake(const char *proc, pid_t last_pid, RunningMemo *memo) {
+        static const char *const paths[] = {"/etc/enroot/enroot.conf"};
+        RunningConfig cfg = {.proc_dir = proc,
+                             .target_process = "sshd",
+                             .paths = paths,
+                             .n_paths = 1,
+                             .max_bytes = MAX_BYTES,
+                             .memo = memo};
+        RunningView *v = NULL;
+
+        assert_int_equal(running_read(&cfg, last_pid, &v), 0);
+        return v;
+}
+
+#define WARN_IGNORED                                                                        \
+        "Ignoring a process of the target's name: PID 3: it is in another user namespace "  \
+        "(inode %llu, the agent's is %llu). And PID 4: it runs as uid 1000 (real, "         \
+        "effective, saved, filesystem: 1000 1000 1000 1000), not 0. Only a process in the " \
+        "agent's user namespace with uid 0 is read as \"sshd\"."
+
+static void test_target_impostor_fake(void **state) {
+        _cleanup_(running_memo_freep) RunningMemo *memo = NULL;
+        _cleanup_close_ int proc_fd = -EBADF;
+        _cleanup_free_ char *proc = NULL, *want = NULL;
+        struct stat own, other;
+
+        proc = impostor_tree(&proc_fd);
+        assert_int_equal(fstatat(proc_fd, "self/ns/user", &own, 0), 0);
+        assert_int_equal(fstatat(proc_fd, "3/ns/user", &other, 0), 0);
+        assert_true(asprintf(&want, WARN_IGNORED, (unsigned long long) other.st_ino,
+                             (unsigned long long) own.st_ino) > 0);
+        assert_int_equal(running_memo_new(&memo), 0);
+
+        /* the daemon's files, and the impostors named once */
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_fake(proc, 0, memo);
+                assert_true(v->observable);
+                assert_int_equal(v->pid, 7);
+                assert_content(&v->files[0], "ENROOT_MOUNT_HOME=yes\n");
+                assert_string_equal(v->warning, want);
+        }
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_fake(proc, 0, memo);
+                assert_int_equal(v->pid, 7);
+                assert_null(v->warning);
+        }
+        /* a PID the agent read before, taken over by an impostor, is not kept */
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_fake(proc, 4, memo);
+                assert_int_equal(v->pid, 7);
+                assert_null(v->warning);
+        }
+        /* without a memo, every look says it */
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_fake(proc, 0, NULL);
+                assert_string_equal(v->warning, want);
+        }
+
+        /* a second process that could be the daemon: warned about once, by PIDs */
+        fake_process(proc_fd, 9, "sshd", 'S', 0);
+        assert_int_equal(symlinkat(root, proc_fd, "9/root"), 0);
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_fake(proc, 0, memo);
+                assert_int_equal(v->pid, 7);
+                assert_string_equal(v->warning,
+                                    "Several processes named \"sshd\" could be the workload's "
+                                    "(PIDs 7, 9): reading PID 7 (a child of the PID namespace's "
+                                    "init first, then the lowest PID).");
+        }
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_fake(proc, 0, memo);
+                assert_null(v->warning);
+        }
+        /* a new impostor: only it is named */
+        fake_process_as(proc_fd, 2, "sshd", 'S', 1, 65534, false);
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_fake(proc, 0, memo);
+                assert_int_equal(v->pid, 7);
+                assert_string_equal(
+                        v->warning,
+                        "Ignoring a process of the target's name: PID 2: it runs as uid 65534 "
+                        "(real, effective, saved, filesystem: 65534 65534 65534 65534), not 0. "
+                        "Only a process in the agent's user namespace with uid 0 is read as "
+                        "\"sshd\".");
+        }
+
+        /* only impostors left: nothing is read, and the sentence says why */
+        write_at(proc_fd, "7/comm", "other\n");
+        write_at(proc_fd, "9/comm", "other\n");
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_fake(proc, 7, memo);
+                assert_false(v->observable);
+                assert_int_equal(v->error, -ESRCH);
+                assert_int_equal(v->pid, 0);
+                assert_int_equal(v->files[0].error, -ESRCH);
+                assert_null(v->files[0].content);
+                assert_string_equal(v->detail,
+                                    "no process named \"sshd\" runs as uid 0 in the agent's user "
+                                    "namespace (3 of that name ignored: the log says why)");
+                assert_null(v->warning);
+        }
+}
+
+/* A real process of the name: PR_SET_NAME, after unshare(CLONE_NEWUSER)
+ * (root in a namespace of its own, as "unshare -Ur" makes it) or after
+ * dropping to uid. Returns once it runs under that name; 0 when the kernel
+ * refuses the namespace (the caller skips). */
+static pid_t spawn_impostor(const char *name, bool userns, uid_t uid) {
+        int p[2];
+        pid_t pid;
+        char c = 0;
+
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                (void) close(p[0]);
+                if (userns && unshare(CLONE_NEWUSER) < 0)
+                        _exit(77);
+                if (!userns && (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+                                setresuid(uid, uid, uid) < 0))
+                        _exit(2);
+                /* after the uid change, which clears it */
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || prctl(PR_SET_NAME, name) < 0 ||
+                    write(p[1], "r", 1) != 1)
+                        _exit(3);
+                for (;;)
+                        pause();
+        }
+        (void) close(p[1]);
+        if (read(p[0], &c, 1) != 1) {
+                int status = 0;
+                (void) close(p[0]);
+                assert_int_equal(waitpid(pid, &status, 0), pid);
+                if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+                        return 0;
+                fail_msg("impostor could not set itself up (exit %d)", WEXITSTATUS(status));
+        }
+        (void) close(p[0]);
+        return pid;
+}
+
+/* The same against the real /proc: the impostors start first (lower PIDs). */
+static void test_target_impostor_real(void **state) {
+        _cleanup_free_ char *path = NULL, *ns = NULL, *uid = NULL;
+        const char *const *paths;
+        char name[16];
+        pid_t in_ns, other_uid, daemon;
+
+        if (geteuid() != 0)
+                skip_because("starting a process of another uid needs root");
+        strcpy(name, unique_name("i"));
+        assert_true(asprintf(&path, "%s/etc/enroot/enroot.conf", root) > 0);
+        paths = (const char *const *) &path;
+
+        in_ns = spawn_impostor(name, true, 0);
+        if (in_ns == 0)
+                skip_because("unshare(CLONE_NEWUSER) is refused here");
+        other_uid = spawn_impostor(name, false, 65534);
+        daemon = spawn(name, NULL, NULL, NULL);
+        assert_true(in_ns < daemon && other_uid < daemon);
+
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_view(NULL, name, 0, paths, 1);
+                assert_true(v->observable);
+                assert_int_equal(v->pid, daemon);
+                assert_content(&v->files[0], "ENROOT_MOUNT_HOME=yes\n");
+                assert_non_null(v->warning);
+                assert_true(asprintf(&ns, "PID %d: it is in another user namespace", (int) in_ns) >
+                            0);
+                assert_true(asprintf(&uid, "PID %d: it runs as uid 65534", (int) other_uid) > 0);
+                assert_non_null(strstr(v->warning, ns));
+                assert_non_null(strstr(v->warning, uid));
+        }
+        reap(daemon);
+        {
+                _cleanup_(running_view_freep) RunningView *v =
+                        read_view(NULL, name, daemon, paths, 1);
+                assert_false(v->observable);
+                assert_int_equal(v->error, -ESRCH);
+                assert_int_equal(v->pid, 0);
+        }
+        reap(in_ns);
+        reap(other_uid);
+}
+
+/* ------------------------------------------------------------------------ */
+/* What is not a regular file is never opened */
+
+/* A FIFO with a writer blocked in open(2): the open returns, and the writer
+ * says so, only once a reader opens the FIFO. */
+static void test_fifo_not_opened(void **state) {
+        static const char *const paths[] = {"/etc/fifo-writer"};
+        char fifo[PATH_MAX], c;
+        struct pollfd pfd;
+        int p[2], fd;
+        pid_t writer;
+
+        (void) snprintf(fifo, sizeof fifo, "%s/etc/fifo-writer", root);
+        assert_int_equal(mkfifo(fifo, 0644), 0);
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        writer = fork();
+        assert_true(writer >= 0);
+        if (writer == 0) {
+                (void) close(p[0]);
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (open(fifo, O_WRONLY | O_CLOEXEC) < 0 || write(p[1], "o", 1) != 1)
+                        _exit(1);
+                _exit(0);
+        }
+        (void) close(p[1]);
+        usleep(50 * 1000); /* let the writer block in open() */
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_view(root, NULL, 0, paths, 1);
+                assert_int_equal(v->files[0].error, -EBADFD);
+                assert_null(v->files[0].content);
+                assert_true(v->files[0].have_stat);
+                assert_true(S_ISFIFO(v->files[0].mode));
+        }
+        pfd = (struct pollfd){.fd = p[0], .events = POLLIN};
+        if (poll(&pfd, 1, 200) != 0)
+                fail_msg("the agent opened the FIFO: its writer's open() returned");
+
+        /* release the writer */
+        fd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(read(p[0], &c, 1), 1);
+        assert_int_equal(waitpid(writer, NULL, 0), writer);
+        (void) close(fd);
+        (void) close(p[0]);
+        assert_int_equal(unlink(fifo), 0);
+}
+
+/* Devices, and files of procfs and sysfs, reached by name or through a
+ * link in the running root: a link to /proc/self/environ would hand over
+ * the agent's environment. */
+static void test_kernel_files_refused(void **state) {
+        _cleanup_free_ char *environ_link = NULL, *status_link = NULL;
+        const char *paths[5];
+        struct stat st;
+
+        assert_int_equal(symlinkat("/proc/self/environ", root_fd, "etc/environ-link"), 0);
+        assert_int_equal(symlinkat("/proc/self/status", root_fd, "etc/status-link"), 0);
+        assert_true(asprintf(&environ_link, "%s/etc/environ-link", root) > 0);
+        assert_true(asprintf(&status_link, "%s/etc/status-link", root) > 0);
+        paths[0] = environ_link;
+        paths[1] = status_link;
+        paths[2] = "/proc/self/environ";
+        paths[3] = "/dev/null";
+        paths[4] = stat("/sys/kernel/uevent_seqnum", &st) == 0 ? "/sys/kernel/uevent_seqnum"
+                                                               : "/proc/version";
+
+        /* running root "/": the links resolve to the agent's own /proc */
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_view("/", NULL, 0, paths, 5);
+                assert_true(v->observable);
+                for (size_t i = 0; i < 5; i++) {
+                        const RunningFile *f = &v->files[i];
+
+                        assert_int_equal(f->error, i == 3 ? -EBADFD : -EMEDIUMTYPE);
+                        assert_null(f->content);
+                        assert_int_equal(f->size, 0);
+                        assert_true(f->have_stat);
+                }
+                assert_true(S_ISCHR(v->files[3].mode));
+        }
+        assert_int_equal(unlinkat(root_fd, "etc/environ-link", 0), 0);
+        assert_int_equal(unlinkat(root_fd, "etc/status-link", 0), 0);
+}
+
+/* A mount root whose version directory holds a newline and an escape
+ * (mountinfo shows them as \012 and \033, decoded on parsing): no version,
+ * and the note shows neither byte. */
+static void test_bad_version_mount(void **state) {
+        _cleanup_free_ char *source = NULL, *target = NULL, *want = NULL;
+        const char *name = unique_name("v");
+        const char *bad = "..2026_12_02_14_00_00.1\n\033[31m";
+        const char *const *paths;
+        pid_t a;
+
+        if (geteuid() != 0)
+                skip_because("mounting needs root");
+        mkdirs_at(dir_fd, "vol-bad");
+        {
+                char sub[PATH_MAX];
+                (void) snprintf(sub, sizeof sub, "vol-bad/%s", bad);
+                assert_int_equal(mkdirat(dir_fd, sub, 0755), 0);
+                (void) snprintf(sub, sizeof sub, "vol-bad/%s/enroot.conf", bad);
+                write_at(dir_fd, sub, "A=1\n");
+        }
+        assert_true(asprintf(&source, "%s/vol-bad/%s/enroot.conf", dir, bad) > 0);
+        assert_true(asprintf(&target, "%s/etc/enroot/enroot.conf", root) > 0);
+        paths = (const char *const *) &target;
+
+        a = spawn(name, NULL, source, target);
+        {
+                _cleanup_(running_view_freep) RunningView *v = read_view(NULL, name, 0, paths, 1);
+                const RunningFile *f = &v->files[0];
+
+                assert_true(v->observable);
+                assert_content(f, "A=1\n");
+                assert_true(f->mount_point);
+                assert_null(f->mount_version);
+                assert_false(f->mount_deleted);
+                assert_non_null(v->note);
+                assert_true(asprintf(&want,
+                                     "%s is mounted from \"%s/vol-bad/..2026_12_02_14_00_00.1??"
+                                     "[31m/enroot.conf\", whose directory is not a kubelet "
+                                     "version (..YYYY_MM_DD_hh_mm_ss.N): its ConfigMap version "
+                                     "is unknown",
+                                     target, dir) > 0);
+                assert_non_null(strstr(v->note, want));
+                for (const char *p = v->note; *p; p++)
+                        assert_false((unsigned char) *p < 0x20 || *p == 0x7f);
+        }
+        reap(a);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_running_root),
@@ -1129,6 +1557,11 @@ int main(void) {
                 cmocka_unit_test(test_target_chroot),
                 cmocka_unit_test(test_target_permission),
                 cmocka_unit_test(test_target_bind_mount),
+                cmocka_unit_test(test_target_impostor_fake),
+                cmocka_unit_test(test_target_impostor_real),
+                cmocka_unit_test(test_fifo_not_opened),
+                cmocka_unit_test(test_kernel_files_refused),
+                cmocka_unit_test(test_bad_version_mount),
                 cmocka_unit_test(test_default_bind_mount),
                 cmocka_unit_test(test_mountinfo_cache),
         };
