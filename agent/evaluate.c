@@ -4,6 +4,7 @@
 #include "diff.h"
 #include "evaluate.h"
 #include "lint.h"
+#include "running.h"
 
 DocType evaluate_doc_type(const char *key) {
         return endswith(key, ".env") ? DOC_ENV : DOC_CONF;
@@ -44,6 +45,11 @@ static const char *error_hint(int error) {
                 return "it is a symbolic link where a file was expected, or a link loop";
         case EXDEV:
                 return "..data points outside the volume";
+        case ETIMEDOUT:
+                return "no answer from the file system within " STRINGIFY(
+                        RUNNING_READ_DEADLINE_SEC) " s (a hung FUSE or NFS mount?)";
+        case EINPROGRESS:
+                return "not read: the read of another running file waits for its file system";
         default:
                 return NULL;
         }

@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "podsync.h"
 #include "running.h"
+#include "running-worker.h"
 #include "timeutil.h"
 #include "volume.h"
 #include "watcher.h"
@@ -39,8 +40,12 @@ struct Manager {
         const char **keys;               /* from options->files, borrowed strings */
         const char **paths;
         pid_t target_pid;
-        MountInfoCache *mountinfo;      /* the running side's mount table, between evaluations */
-        RunningMemo *running_memo;      /* target mode: what the process search already said */
+        /* Reads the running files off the loop (running-worker.h). */
+        RunningWorker *reader;
+        bool read_again;                /* something asked for a look during the outstanding read */
+        EvalTrigger last_trigger;       /* what asked for the read under way */
+        bool ready;                     /* READY=1 was sent: the first evaluation completed */
+        size_t stalled_index;           /* the read is stalled on this path (SIZE_MAX: elsewhere) */
         EvalCache (*parsed)[_SIDE_MAX]; /* each file's sides as last parsed */
         ContentKey content_key;         /* drawn at start, never shown (document.h) */
         Report *report;
@@ -245,26 +250,45 @@ static int remember_desired(Manager *m, const VolumeSnapshot *snap) {
         return workload_resolve(m->workload, NULL, NULL, m->desired_version, m->desired_since_usec);
 }
 
-static int manager_evaluate(Manager *m, EvalTrigger trigger) {
+/* What the running side is while a read waits for a file system that does
+ * not answer (running-worker.h): the file it waits for is unreadable for
+ * that reason, and the others were not looked at; nothing else is known. */
+static int stalled_view(const Manager *m, RunningView **ret) {
+        _cleanup_(running_view_freep) RunningView *v = calloc(1, sizeof(RunningView));
+        size_t n = m->options->n_files;
+
+        if (!v)
+                return -ENOMEM;
+        v->observable = true;
+        v->pidfd = -EBADF;
+        v->pid = m->target_pid;
+        v->files = calloc(n ? n : 1, sizeof(RunningFile));
+        if (!v->files)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                v->files[i].path = strdup(m->paths[i]);
+                if (!v->files[i].path)
+                        return -ENOMEM;
+                v->files[i].error = m->stalled_index == SIZE_MAX || m->stalled_index == i
+                                            ? -ETIMEDOUT
+                                            : -EINPROGRESS;
+                v->n_files++;
+        }
+        *ret = TAKE_PTR(v);
+        return 0;
+}
+
+/* Reads the desired side and judges it against view, the running side read
+ * just before (or what is known of it while a read is stalled), then
+ * publishes the result: /metrics and /status, the pod condition, STATUS=,
+ * and READY=1 the first time. */
+static int evaluate_view(Manager *m, RunningView *view, bool stalled) {
         _cleanup_(volume_snapshot_freep) VolumeSnapshot *snap = NULL;
-        _cleanup_(running_view_freep) RunningView *view = NULL;
         _cleanup_(report_freep) Report *new = NULL, *old = NULL;
         _cleanup_close_ int dir_fd = -EBADF;
         const Options *o = m->options;
-        RunningConfig cfg = {
-                .running_root = o->running_root,
-                .target_process = o->target_process,
-                .paths = m->paths,
-                .n_paths = o->n_files,
-                .max_bytes = DOCUMENT_MAX_BYTES,
-                .mountinfo = m->mountinfo,
-                .target_uid = o->target_uid,
-                .memo = m->running_memo,
-        };
         uint64_t now = now_usec(CLOCK_REALTIME);
         int dir_error = 0, r;
-
-        m->evaluations[trigger]++;
 
         /* Open by path each time: the directory may have been replaced. */
         dir_fd = open(o->desired_dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
@@ -281,9 +305,6 @@ static int manager_evaluate(Manager *m, EvalTrigger trigger) {
                 log_warning_errno(dir_error, "Cannot read the ConfigMap directory \"%s\": %s",
                                   o->desired_dir, volume_error_to_string(dir_error));
 
-        r = running_read(&cfg, m->target_pid, &view);
-        if (r < 0)
-                return log_error_errno(r, "Cannot read the running files: %m");
         if (view->note && !m->report)
                 log_notice("%s", view->note);
         if (view->warning)
@@ -335,8 +356,14 @@ static int manager_evaluate(Manager *m, EvalTrigger trigger) {
         m->report = TAKE_PTR(new);
         if (m->podsync && podsync_update(m->podsync, m->report) < 0)
                 (void) log_oom();
-        track_process(m, view);
+        /* A stalled read says nothing about the process: keep following it. */
+        if (!stalled)
+                track_process(m, view);
         notify_status(m);
+        if (!m->ready) {
+                (void) sd_notify(false, "READY=1");
+                m->ready = true;
+        }
         /* The new state is served first: a scrape that came in while we
          * evaluated gets it now, before the lines below are written (a write
          * to the log pipe wakes its reader, which may take this CPU) and
@@ -349,9 +376,75 @@ static int manager_evaluate(Manager *m, EvalTrigger trigger) {
         log_changes(old, m->report);
         if (!view->observable && (!old || old->observable[SIDE_RUNNING]))
                 log_warning("Cannot look at the running files: %s", view->detail);
-        log_debug("Evaluated (%s): pod %s.", eval_trigger_to_string(trigger),
-                  pod_state_to_string(m->report->pod));
+        log_debug("Evaluated (%s%s): pod %s.", eval_trigger_to_string(m->last_trigger),
+                  stalled ? ", running files stalled" : "", pod_state_to_string(m->report->pod));
         return 0;
+}
+
+static int evaluate_stalled(Manager *m) {
+        _cleanup_(running_view_freep) RunningView *view = NULL;
+
+        if (stalled_view(m, &view) < 0)
+                return log_oom();
+        return evaluate_view(m, view, true);
+}
+
+/* Looks at both sides again. The running side is read on the reader's
+ * thread and judged when it arrives (on_running()); while a read is under
+ * way, one more follows it, however many times this is called. */
+static int manager_evaluate(Manager *m, EvalTrigger trigger) {
+        int r;
+
+        m->evaluations[trigger]++;
+        if (running_worker_busy(m->reader)) {
+                m->read_again = true;
+                /* The desired side can still be looked at. */
+                if (running_worker_stalled(m->reader)) {
+                        m->last_trigger = trigger;
+                        return evaluate_stalled(m);
+                }
+                return 0;
+        }
+        m->last_trigger = trigger;
+        r = running_worker_start(m->reader, m->target_pid);
+        if (r < 0)
+                return log_error_errno(r, "Cannot start reading the running files: %m");
+        return 0;
+}
+
+static void on_running(RunningWorker *w, RunningWorkerResult *res, void *userdata) {
+        Manager *m = userdata;
+        const char *path;
+
+        switch (res->event) {
+        case RUNNING_WORKER_DONE:
+                if (res->error < 0)
+                        log_error_errno(res->error, "Cannot read the running files: %m");
+                else
+                        (void) evaluate_view(m, res->view, false);
+                break;
+        case RUNNING_WORKER_STALLED:
+                m->stalled_index = res->stalled_index;
+                path = running_worker_path(w, res->stalled_index);
+                log_warning("No answer from the file system within %u s while reading %s (a "
+                            "hung FUSE or NFS mount?): the running files are reported "
+                            "unreadable until it answers.",
+                            (unsigned) RUNNING_READ_DEADLINE_SEC,
+                            path ? path : "the target process's /proc entries");
+                (void) evaluate_stalled(m);
+                return;
+        case RUNNING_WORKER_RECOVERED:
+                log_notice("The file system answered after %llu ms: reading the running files "
+                           "again.",
+                           (unsigned long long) (res->elapsed_usec / 1000u));
+                m->read_again = true;
+                break;
+        }
+        if (m->read_again) {
+                m->read_again = false;
+                if (running_worker_start(w, m->target_pid) < 0)
+                        log_error("Cannot start reading the running files again.");
+        }
 }
 
 /* ---------------------------------------------------------------------------
@@ -543,6 +636,7 @@ static void get_counters(void *userdata, MetricsCounters *ret) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        running_worker_free(m->reader);
         podsync_free(m->podsync);
         httpd_free(m->httpd);
         watcher_free(m->watcher);
@@ -552,8 +646,6 @@ Manager *manager_free(Manager *m) {
         report_free(m->report);
         workload_free(m->workload);
         free(m->desired_version);
-        mountinfo_cache_free(m->mountinfo);
-        running_memo_free(m->running_memo);
         for (size_t i = 0; m->parsed && i < m->options->n_files; i++)
                 for (int s = 0; s < _SIDE_MAX; s++)
                         eval_cache_done(&m->parsed[i][s]);
@@ -670,8 +762,6 @@ int manager_new(const Options *o, Manager **ret) {
         if (getrandom(m->content_key.bytes, sizeof m->content_key.bytes, 0) !=
             (ssize_t) sizeof m->content_key.bytes)
                 return log_error_errno(negative_errno(), "Cannot draw a random key: getrandom: %m");
-        if (mountinfo_cache_new(&m->mountinfo) < 0 || running_memo_new(&m->running_memo) < 0)
-                return log_oom();
         m->keys = calloc(o->n_files, sizeof(char *));
         m->paths = calloc(o->n_files, sizeof(char *));
         m->parsed = calloc(o->n_files, sizeof *m->parsed);
@@ -731,6 +821,18 @@ int manager_new(const Options *o, Manager **ret) {
                  watcher_fallback_reason(m->watcher) ? ": " : "",
                  strempty(watcher_fallback_reason(m->watcher)));
 
+        r = running_worker_new(m->event,
+                               &(RunningConfig){.running_root = o->running_root,
+                                                .target_process = o->target_process,
+                                                .target_uid = o->target_uid,
+                                                .paths = m->paths,
+                                                .n_paths = o->n_files,
+                                                .max_bytes = DOCUMENT_MAX_BYTES},
+                               RUNNING_WORKER_DEADLINE_USEC, on_running, m, &m->reader);
+        if (r < 0)
+                return log_error_errno(r, "Cannot start the thread that reads the running files: "
+                                          "%m");
+
         r = sd_event_add_time_relative(m->event, &m->resync_source, CLOCK_MONOTONIC, o->resync_usec,
                                        1000 * 1000, on_resync, m);
         if (r < 0)
@@ -747,10 +849,10 @@ int manager_new(const Options *o, Manager **ret) {
 int manager_run(Manager *m) {
         int r;
 
+        /* READY=1 follows the first evaluation (evaluate_view()). */
         r = manager_evaluate(m, TRIGGER_STARTUP);
         if (r < 0)
                 return r;
-        (void) sd_notify(false, "READY=1");
 
         r = sd_event_loop(m->event);
         if (r < 0)

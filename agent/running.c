@@ -863,8 +863,13 @@ static int open_regular_in_root(int root_fd, const char *path, RunningResolve *r
 
 /* Reads every file under root_fd. mount_prefix: what mountinfo puts before
  * a path (the running root in the default mode, NULL in target mode). */
-static int view_read_files(RunningView *v, int root_fd, const MountInfo *mi,
-                           const char *mount_prefix) {
+static void report_file(const RunningConfig *cfg, size_t index) {
+        if (cfg->on_file)
+                cfg->on_file(index, cfg->userdata);
+}
+
+static int view_read_files(const RunningConfig *cfg, RunningView *v, int root_fd,
+                           const MountInfo *mi, const char *mount_prefix) {
         int r;
 
         for (size_t i = 0; i < v->n_files; i++) {
@@ -875,6 +880,7 @@ static int view_read_files(RunningView *v, int root_fd, const MountInfo *mi,
                 struct statx sx;
                 bool have_stat;
 
+                report_file(cfg, i);
                 fd = open_regular_in_root(root_fd, f->path, &resolve, &sx, &have_stat);
                 if (resolve == RUNNING_RESOLVE_WALK)
                         v->resolve = RUNNING_RESOLVE_WALK;
@@ -909,6 +915,7 @@ static int view_read_files(RunningView *v, int root_fd, const MountInfo *mi,
                                 return r;
                 }
         }
+        report_file(cfg, SIZE_MAX);
         return 0;
 }
 
@@ -1101,7 +1108,7 @@ static int read_default(const RunningConfig *cfg, const char *proc_dir, RunningV
         }
 
         v->observable = true;
-        r = view_read_files(v, root_fd, mi, streq(root, "/") ? NULL : root);
+        r = view_read_files(cfg, v, root_fd, mi, streq(root, "/") ? NULL : root);
         if (r < 0)
                 return r;
         if (v->resolve == RUNNING_RESOLVE_WALK)
@@ -1116,8 +1123,9 @@ static bool error_is_gone(int r) {
 /* One attempt at reading through process pid. Returns 1 when done (read, or
  * a definite answer set in v), 0 when the process vanished and the caller
  * should look again, -ENOMEM. */
-static int read_target_once(const char *proc_dir, const Selector *sel, pid_t pid,
-                            MountInfoCache *cache, RunningView *v) {
+static int read_target_once(const RunningConfig *cfg, const char *proc_dir, const Selector *sel,
+                            pid_t pid, RunningView *v) {
+        MountInfoCache *cache = cfg->mountinfo;
         const char *name = sel->name;
         bool proc_is_ours = sel->self == getpid();
         _cleanup_(mountinfo_freep) MountInfo *mi_owned = NULL;
@@ -1191,7 +1199,7 @@ static int read_target_once(const char *proc_dir, const Selector *sel, pid_t pid
                         return r;
         }
 
-        r = view_read_files(v, root_fd, mi, NULL);
+        r = view_read_files(cfg, v, root_fd, mi, NULL);
         if (r < 0)
                 return r;
 
@@ -1352,7 +1360,7 @@ static int read_target(const RunningConfig *cfg, const char *proc_dir, pid_t las
                         pid = sel->best.pid;
                 }
 
-                r = read_target_once(proc_dir, &s, pid, cfg->mountinfo, v);
+                r = read_target_once(cfg, proc_dir, &s, pid, v);
                 if (r != 0)
                         return r < 0 ? r : 0;
                 log_debug("Process \"%s\" (PID %d) exited while being read, looking again.", name,

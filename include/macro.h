@@ -19,6 +19,9 @@
 #define _fallthrough_        __attribute__((fallthrough))
 
 #define ELEMENTSOF(x)        (sizeof(x) / sizeof((x)[0]))
+/* A macro's value as a string literal: STRINGIFY(5) is "5". */
+#define STRINGIFY_(x)        #x
+#define STRINGIFY(x)         STRINGIFY_(x)
 
 /* Hand the pointer over: return its value and leave NULL behind. */
 #define TAKE_PTR(p)                         \

@@ -51,6 +51,13 @@
 #define RUNNING_DEFAULT_PROC_DIR    "/proc"
 #define RUNNING_DEFAULT_ROOT        "/"
 
+/* How long a read of the running view may take before the files it has
+ * not read are reported unreadable (running-worker.h): with -ETIMEDOUT for
+ * the one it waits for, -EINPROGRESS for the others. Reading a few small
+ * files takes well under a millisecond; a file system that takes seconds is
+ * hung, or is not where a configuration file belongs. */
+#define RUNNING_READ_DEADLINE_SEC   5
+
 /* Paths one call reads (the daemon's --file options are capped lower). */
 #define RUNNING_MAX_PATHS           64u
 /* The kernel keeps 15 bytes of a process name (TASK_COMM_LEN 16, NUL
@@ -121,6 +128,12 @@ typedef struct RunningConfig {
         size_t n_paths;             /* at most RUNNING_MAX_PATHS */
         size_t max_bytes;           /* cap on each file's content */
         MountInfoCache *mountinfo;  /* NULL: mountinfo is read at every call */
+        /* Called, when set, with the index of each path just before it is
+         * opened, and with SIZE_MAX once the last one was read: a caller on
+         * another thread learns which file a read that does not return is
+         * waiting for (running-worker.h). */
+        void (*on_file)(size_t index, void *userdata);
+        void *userdata;
 } RunningConfig;
 
 typedef enum RunningResolve {

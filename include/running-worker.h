@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Layer 2: reads the running view (running.h) on a thread of its own, so
+ * that a file system that never answers cannot stop the event loop. A
+ * running file on a FUSE mount whose server hangs, or on an NFS mount whose
+ * server went away, blocks the thread that opens or reads it in the kernel;
+ * on the loop's thread that would stop /healthz, /readyz, /metrics, the API
+ * client and the watchdog, and a liveness probe would restart the agent into
+ * the same hang. Here only the worker thread waits; the loop goes on.
+ *
+ * One read at a time: running_worker_start() refuses (-EBUSY) while one is
+ * outstanding, so reads stuck on a hung file system never pile up. A read
+ * that has not returned RUNNING_READ_DEADLINE_SEC (running.h) after it started is
+ * reported as STALLED, naming the path it waits for (NULL when it waits
+ * elsewhere, on procfs say). It stays outstanding: a thread blocked in the
+ * kernel cannot be cancelled, and a FUSE request its server has taken cannot
+ * even be interrupted by SIGKILL; the read ends when the file system answers
+ * or the mount is aborted (`umount -f`, killing the FUSE server, writing to
+ * /sys/fs/fuse/connections/N/abort). Its view is then stale: it is dropped
+ * and RECOVERED is reported, so the owner reads again.
+ *
+ * The worker owns copies of everything the thread reads (the paths, the
+ * options' strings, the mountinfo cache and the process memo): when it is
+ * freed while the thread is stuck, the thread is left to free them itself if
+ * it ever returns, and nothing the owner frees is touched by it.
+ *
+ * The thread runs with every signal blocked, so signals (SIGTERM, SIGHUP)
+ * keep going to the loop's signalfd.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "macro.h"
+#include "running.h"
+
+#define RUNNING_WORKER_DEADLINE_USEC ((uint64_t) RUNNING_READ_DEADLINE_SEC * 1000u * 1000u)
+
+typedef struct RunningWorker RunningWorker;
+
+typedef enum RunningWorkerEvent {
+        RUNNING_WORKER_DONE,      /* the read ended in time: view, or error */
+        RUNNING_WORKER_STALLED,   /* the deadline passed: stalled_index says where it waits */
+        RUNNING_WORKER_RECOVERED, /* a stalled read ended after all; its view was dropped */
+} RunningWorkerEvent;
+
+typedef struct RunningWorkerResult {
+        RunningWorkerEvent event;
+        RunningView *view;     /* DONE with error 0: the view; the handler may take it
+                               * (TAKE_PTR), else it is freed after the call */
+        int error;             /* DONE: running_read()'s error (-ENOMEM, -EINVAL), else 0 */
+        size_t stalled_index;  /* STALLED: index of the path being opened or read, or
+                               * SIZE_MAX when the read waits outside the files */
+        uint64_t elapsed_usec; /* how long the read took (STALLED: so far) */
+} RunningWorkerResult;
+
+typedef void (*RunningWorkerHandler)(RunningWorker *w, RunningWorkerResult *result, void *userdata);
+
+/* Starts the thread; a read that has not ended deadline_usec after it started
+ * is reported STALLED (the daemon: RUNNING_WORKER_DEADLINE_USEC). cfg is copied (its on_file and userdata are the
+ * worker's own; its mountinfo and memo are ignored: the worker keeps its
+ * own). Returns 0, -EINVAL (a configuration running_read() would refuse),
+ * -ENOMEM, or the -errno of creating the eventfd or the thread. */
+int running_worker_new(sd_event *e, const RunningConfig *cfg, uint64_t deadline_usec,
+                       RunningWorkerHandler handler, void *userdata, RunningWorker **ret);
+RunningWorker *running_worker_free(RunningWorker *w);
+DEFINE_TRIVIAL_CLEANUP_FUNC(RunningWorker *, running_worker_free);
+
+/* Starts a read (running_read(cfg, last_pid)); the handler is called from
+ * the loop when it ends or stalls. Returns 0, or -EBUSY while a read is
+ * outstanding (stalled ones included). */
+int running_worker_start(RunningWorker *w, pid_t last_pid);
+
+/* A read is outstanding. */
+bool running_worker_busy(const RunningWorker *w);
+/* The outstanding read passed its deadline. */
+bool running_worker_stalled(const RunningWorker *w);
+/* The configured path at index (as given to running_worker_new()), or NULL. */
+const char *running_worker_path(const RunningWorker *w, size_t index);

@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The running-view reader thread on a real sd-event loop and a real running
+ * root. running_read() is wrapped at link time (-Wl,--wrap=running_read):
+ * the wrapper says which file it is at, as the real one does, and can hold
+ * the read back until the test lets it go, which is how a hung file system
+ * looks from the loop. tests/integration/test-hung-fs.sh does the same
+ * through the daemon with a real FUSE mount that never answers.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
+#include "running-worker.h"
+#include "timeutil.h"
+
+#define DEADLINE_USEC (100u * 1000u)
+/* How long a test waits for the loop to call the handler at all. */
+#define WAIT_USEC     (10u * 1000u * 1000u)
+
+int __real_running_read(const RunningConfig *cfg, pid_t last_pid, RunningView **ret);
+int __wrap_running_read(const RunningConfig *cfg, pid_t last_pid, RunningView **ret);
+
+/* What the wrapper does: shared with the reader thread. */
+static struct {
+        atomic_bool hold;      /* the next read waits on the gate */
+        atomic_size_t hold_at; /* the file index it says it is at while it waits */
+        atomic_uint calls;
+        int gate[2]; /* a byte written to gate[1] lets one held read go */
+} fake;
+
+int __wrap_running_read(const RunningConfig *cfg, pid_t last_pid, RunningView **ret) {
+        atomic_fetch_add(&fake.calls, 1);
+        if (atomic_load(&fake.hold)) {
+                char c;
+
+                if (cfg->on_file)
+                        cfg->on_file(atomic_load(&fake.hold_at), cfg->userdata);
+                while (read(fake.gate[0], &c, 1) < 0)
+                        ;
+        }
+        return __real_running_read(cfg, last_pid, ret);
+}
+
+typedef struct Ctx {
+        char root[64];
+        char *paths[2];
+        sd_event *event;
+        RunningWorker *worker;
+        unsigned calls;
+        RunningWorkerEvent last_event;
+        RunningView *view; /* the last DONE's */
+        int error;
+        size_t stalled_index;
+        const char *stalled_path;
+} Ctx;
+
+static void on_result(RunningWorker *w, RunningWorkerResult *res, void *userdata) {
+        Ctx *c = userdata;
+
+        c->calls++;
+        c->last_event = res->event;
+        c->error = res->error;
+        running_view_free(c->view);
+        c->view = TAKE_PTR(res->view);
+        if (res->event == RUNNING_WORKER_STALLED) {
+                c->stalled_index = res->stalled_index;
+                c->stalled_path = running_worker_path(w, res->stalled_index);
+        }
+}
+
+/* Runs the loop until the handler was called `calls` times in all, or
+ * usec passed. */
+static void run_until(Ctx *c, unsigned calls, uint64_t usec) {
+        uint64_t end = now_usec(CLOCK_MONOTONIC) + usec;
+
+        while (c->calls < calls && now_usec(CLOCK_MONOTONIC) < end)
+                assert_return_code(sd_event_run(c->event, 50 * 1000), 0);
+}
+
+static void write_conf(Ctx *c, const char *content) {
+        char path[128];
+        FILE *f;
+
+        (void) snprintf(path, sizeof path, "%s/etc/enroot/enroot.conf", c->root);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        assert_int_equal(fputs(content, f) >= 0, 1);
+        assert_int_equal(fclose(f), 0);
+}
+
+static int setup(void **state) {
+        Ctx *c = calloc(1, sizeof *c);
+        char path[128];
+
+        assert_non_null(c);
+        (void) snprintf(c->root, sizeof c->root, "/tmp/test-running-worker.XXXXXX");
+        assert_non_null(mkdtemp(c->root));
+        (void) snprintf(path, sizeof path, "%s/etc", c->root);
+        assert_int_equal(mkdir(path, 0755), 0);
+        (void) snprintf(path, sizeof path, "%s/etc/enroot", c->root);
+        assert_int_equal(mkdir(path, 0755), 0);
+        write_conf(c, "ENROOT_MOUNT_HOME=yes\n");
+        c->paths[0] = strdup("/etc/enroot/enroot.conf");
+        c->paths[1] = strdup("/etc/enroot/environ.d/99-aicr-defaults.env");
+        assert_int_equal(pipe2(fake.gate, O_CLOEXEC), 0);
+        atomic_store(&fake.hold, false);
+        atomic_store(&fake.calls, 0);
+
+        assert_return_code(sd_event_new(&c->event), 0);
+        assert_return_code(running_worker_new(c->event,
+                                              &(RunningConfig){
+                                                      .running_root = c->root,
+                                                      .paths = (const char *const *) c->paths,
+                                                      .n_paths = 2,
+                                                      .max_bytes = 1024 * 1024,
+                                              },
+                                              DEADLINE_USEC, on_result, c, &c->worker),
+                           0);
+        *state = c;
+        return 0;
+}
+
+static int teardown(void **state) {
+        Ctx *c = *state;
+        char cmd[128];
+
+        running_worker_free(c->worker);
+        running_view_free(c->view);
+        sd_event_unref(c->event);
+        (void) close(fake.gate[0]);
+        (void) close(fake.gate[1]);
+        free(c->paths[0]);
+        free(c->paths[1]);
+        (void) snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->root);
+        assert_int_equal(system(cmd), 0);
+        free(c);
+        return 0;
+}
+
+static void release(void) {
+        assert_int_equal(write(fake.gate[1], "x", 1), 1);
+}
+
+/* A read that ends in time: its view reaches the handler, once. */
+static void test_read_in_time(void **state) {
+        Ctx *c = *state;
+
+        assert_int_equal(running_worker_start(c->worker, 0), 0);
+        assert_true(running_worker_busy(c->worker));
+        run_until(c, 1, WAIT_USEC);
+        assert_int_equal(c->calls, 1);
+        assert_int_equal(c->last_event, RUNNING_WORKER_DONE);
+        assert_int_equal(c->error, 0);
+        assert_non_null(c->view);
+        assert_true(c->view->observable);
+        assert_int_equal(c->view->files[0].error, 0);
+        assert_string_equal(c->view->files[0].content, "ENROOT_MOUNT_HOME=yes\n");
+        assert_int_equal(c->view->files[1].error, -ENOENT);
+        assert_false(running_worker_busy(c->worker));
+
+        /* the deadline was disarmed: nothing more comes */
+        run_until(c, 2, 3 * DEADLINE_USEC);
+        assert_int_equal(c->calls, 1);
+}
+
+/* One read at a time: a second start while one is under way is refused. */
+static void test_one_read_at_a_time(void **state) {
+        Ctx *c = *state;
+
+        atomic_store(&fake.hold_at, SIZE_MAX);
+        atomic_store(&fake.hold, true);
+        assert_int_equal(running_worker_start(c->worker, 0), 0);
+        assert_int_equal(running_worker_start(c->worker, 0), -EBUSY);
+        atomic_store(&fake.hold, false);
+        release();
+        run_until(c, 1, WAIT_USEC);
+        assert_int_equal(c->last_event, RUNNING_WORKER_DONE);
+        assert_int_equal(atomic_load(&fake.calls), 1);
+        assert_int_equal(running_worker_start(c->worker, 0), 0);
+        run_until(c, 2, WAIT_USEC);
+        assert_int_equal(c->last_event, RUNNING_WORKER_DONE);
+        assert_int_equal(atomic_load(&fake.calls), 2);
+}
+
+/* A read that does not end: STALLED at the deadline, naming the file it
+ * waits for; no second read piles up behind it; when it ends after all,
+ * its stale view is dropped (RECOVERED) and the next read sees the file as
+ * it is now. */
+static void test_stall_and_recover(void **state) {
+        Ctx *c = *state;
+        uint64_t t0;
+
+        atomic_store(&fake.hold_at, 0);
+        atomic_store(&fake.hold, true);
+        t0 = now_usec(CLOCK_MONOTONIC);
+        assert_int_equal(running_worker_start(c->worker, 0), 0);
+        run_until(c, 1, WAIT_USEC);
+        assert_int_equal(c->calls, 1);
+        assert_int_equal(c->last_event, RUNNING_WORKER_STALLED);
+        assert_true(now_usec(CLOCK_MONOTONIC) - t0 >= DEADLINE_USEC);
+        assert_int_equal(c->stalled_index, 0);
+        assert_string_equal(c->stalled_path, "/etc/enroot/enroot.conf");
+        assert_true(running_worker_busy(c->worker));
+        assert_true(running_worker_stalled(c->worker));
+
+        /* the loop keeps turning; asking again starts nothing */
+        for (int i = 0; i < 5; i++)
+                assert_int_equal(running_worker_start(c->worker, 0), -EBUSY);
+        run_until(c, 2, 5 * DEADLINE_USEC);
+        assert_int_equal(c->calls, 1);
+        assert_int_equal(atomic_load(&fake.calls), 1);
+
+        write_conf(c, "ENROOT_MOUNT_HOME=no\n");
+        atomic_store(&fake.hold, false);
+        release();
+        run_until(c, 2, WAIT_USEC);
+        assert_int_equal(c->calls, 2);
+        assert_int_equal(c->last_event, RUNNING_WORKER_RECOVERED);
+        assert_null(c->view);
+        assert_false(running_worker_busy(c->worker));
+        assert_false(running_worker_stalled(c->worker));
+
+        assert_int_equal(running_worker_start(c->worker, 0), 0);
+        run_until(c, 3, WAIT_USEC);
+        assert_int_equal(c->last_event, RUNNING_WORKER_DONE);
+        assert_non_null(c->view);
+        assert_string_equal(c->view->files[0].content, "ENROOT_MOUNT_HOME=no\n");
+}
+
+/* Waiting outside the files (procfs, mountinfo): no path is named. */
+static void test_stall_outside_the_files(void **state) {
+        Ctx *c = *state;
+
+        atomic_store(&fake.hold_at, SIZE_MAX);
+        atomic_store(&fake.hold, true);
+        assert_int_equal(running_worker_start(c->worker, 0), 0);
+        run_until(c, 1, WAIT_USEC);
+        assert_int_equal(c->last_event, RUNNING_WORKER_STALLED);
+        assert_int_equal(c->stalled_index, SIZE_MAX);
+        assert_null(c->stalled_path);
+        atomic_store(&fake.hold, false);
+        release();
+        run_until(c, 2, WAIT_USEC);
+        assert_int_equal(c->last_event, RUNNING_WORKER_RECOVERED);
+}
+
+/* Freed while a read is stuck: the owner goes on at once; the thread frees
+ * what it holds if the read ever ends (valgrind and LeakSanitizer see no
+ * leak), and never calls the handler again. */
+static void test_free_while_stuck(void **state) {
+        Ctx *c = *state;
+        unsigned calls;
+
+        atomic_store(&fake.hold_at, 0);
+        atomic_store(&fake.hold, true);
+        assert_int_equal(running_worker_start(c->worker, 0), 0);
+        run_until(c, 1, WAIT_USEC);
+        assert_int_equal(c->last_event, RUNNING_WORKER_STALLED);
+        c->worker = running_worker_free(c->worker);
+        calls = c->calls;
+
+        atomic_store(&fake.hold, false);
+        release();
+        /* the thread ends on its own; nothing reaches this loop */
+        for (int i = 0; i < 20 && atomic_load(&fake.calls) == 1; i++)
+                (void) usleep(10 * 1000);
+        run_until(c, calls + 1, 3 * DEADLINE_USEC);
+        assert_int_equal(c->calls, calls);
+        (void) usleep(100 * 1000);
+}
+
+/* The reader thread blocks every signal: SIGTERM and SIGHUP stay the loop's
+ * (its signalfd), whichever thread the kernel would pick. */
+static void test_thread_blocks_signals(void **state) {
+        DIR *d = opendir("/proc/self/task");
+        struct dirent *de;
+        bool found = false;
+
+        (void) state;
+        assert_non_null(d);
+        while ((de = readdir(d))) {
+                char path[384], *comm = NULL, *status = NULL, *blk;
+                unsigned long long want;
+                size_t len;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                (void) snprintf(path, sizeof path, "/proc/self/task/%s/comm", de->d_name);
+                if (read_file_at(AT_FDCWD, path, 0, 64, &comm, &len) < 0)
+                        continue;
+                if (strcmp(comm, "running-reader\n") == 0) {
+                        found = true;
+                        (void) snprintf(path, sizeof path, "/proc/self/task/%s/status", de->d_name);
+                        assert_int_equal(read_file_at(AT_FDCWD, path, 0, 8192, &status, &len), 0);
+                        blk = strstr(status, "\nSigBlk:\t");
+                        assert_non_null(blk);
+                        /* every standard signal that can be blocked (not
+                         * SIGKILL, SIGSTOP): bit N-1 for signal N */
+                        want = 0x7fffffffULL & ~(1ULL << (SIGKILL - 1)) & ~(1ULL << (SIGSTOP - 1));
+                        assert_true((strtoull(blk + 9, NULL, 16) & want) == want);
+                }
+                free(comm);
+                free(status);
+        }
+        (void) closedir(d);
+        assert_true(found);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_read_in_time, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_one_read_at_a_time, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stall_and_recover, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stall_outside_the_files, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_free_while_stuck, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_thread_blocks_signals, setup, teardown),
+        };
+
+        log_set_max_level(LOG_WARNING);
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
