@@ -105,6 +105,10 @@ const KubeStats *kube_client_stats(const KubeClient *c) {
         return &c->stats;
 }
 
+const char *kube_client_api_url(const KubeClient *c) {
+        return c->api_url;
+}
+
 /* ---------------------------------------------------------------------------
  * Calls */
 

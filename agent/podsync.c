@@ -186,9 +186,17 @@ static Outcome classify(PodSync *s, Channel ch, KubeVerb verb, const char *what,
 
         if (r->status == 0) {
                 delay = backoff(t);
+                /* The URL, and after a TLS failure what to look at: no request
+                 * was sent, so nothing on the server's side tells. */
                 log_full_errno(first ? LOG_WARNING : LOG_DEBUG, r->error,
-                               "Kubernetes API: %s failed: %s; retrying in %.1f s.", what,
-                               r->error_detail, (double) delay / 1e6);
+                               "Kubernetes API %s: %s failed: %s%s; retrying in %.1f s.",
+                               kube_client_api_url(s->client), what, r->error_detail,
+                               r->error == -EPROTO
+                                       ? " (TLS: is the service account's ca.crt the cluster's "
+                                         "CA, and does the API server's certificate name the "
+                                         "host in the URL?)"
+                                       : "",
+                               (double) delay / 1e6);
                 *ret_delay = delay;
                 return OUTCOME_RETRY;
         }

@@ -103,6 +103,8 @@ KubeCall *kube_call_cancel(KubeCall *call);
 
 /* Borrowed; valid until the client is freed. */
 const KubeStats *kube_client_stats(const KubeClient *c);
+/* The API server's URL as configured, for messages. Borrowed, as above. */
+const char *kube_client_api_url(const KubeClient *c);
 
 /* A finished request, owned (kube_result_done()). */
 typedef struct KubeResult {

@@ -154,15 +154,19 @@ kube_pki() {
         printf '%s' "$3" >"$1/token"
         printf '%s' "$3" >"$WORK/server-token"
 }
+# The fake's certificate and key, as a path without .crt/.key: kube_pki's
+# unless a test sets another (make-test-ca.sh makes them).
+FAKE_TLS=
 # start_fake PODS_FILE [ARG...]: the fake over TLS with kube_pki's certificate
-# and token; sets fake_pid, API (https://127.0.0.1:PORT) and CTL (its control port).
+# (or $FAKE_TLS's) and token; sets fake_pid, API (https://127.0.0.1:PORT) and
+# CTL (its control port).
 start_fake() {
-        local pods=$1
+        local pods=$1 tls=${FAKE_TLS:-$WORK/pki/server}
         shift
         : >"$WORK/fake.out" # before the job starts: see start_agent
         : >"$WORK/fake.err"
         "$FAKE" --pods "$pods" --token-file "$WORK/server-token" \
-                --tls-cert "$WORK/pki/server.crt" --tls-key "$WORK/pki/server.key" \
+                --tls-cert "$tls.crt" --tls-key "$tls.key" \
                 --port 0 --control-port 0 "$@" >"$WORK/fake.out" 2>"$WORK/fake.err" &
         fake_pid=$!
         wait_for 10 grep -q '^control on' "$WORK/fake.out" ||
