@@ -590,6 +590,18 @@ int kube_call_start(KubeClient *c, const KubeRequest *req, KubeCall **ret) {
         }
         SET(CURLOPT_SSL_VERIFYPEER, 1L);
         SET(CURLOPT_SSL_VERIFYHOST, 2L);
+        /* HTTP/1.1, though libcurl would take the h2 the API server offers
+         * in ALPN. Over h2 the multi handle puts the watch and every PATCH
+         * and Event on one multiplexed TCP connection, and libcurl sends no
+         * HTTP/2 PING unless asked (curl_easy_upkeep()): a connection that
+         * dies without a FIN or RST (a load balancer or NAT forgetting it)
+         * would stall the watch and every write with it until each times
+         * out. client-go met this (kubernetes#65012, #87615) and answered
+         * with PING health checks (#95981). Over HTTP/1.1 the open watch
+         * holds a connection of its own and a write takes another, so a
+         * dead watch never holds a write back; and the agent speaks the HTTP
+         * its tests speak. */
+        SET(CURLOPT_HTTP_VERSION, (long) CURL_HTTP_VERSION_1_1);
         SET(CURLOPT_NOSIGNAL, 1L);
         SET(CURLOPT_TCP_KEEPALIVE, 1L);
         SET(CURLOPT_CONNECTTIMEOUT_MS, (long) KUBE_CONNECT_TIMEOUT_MS);

@@ -47,7 +47,7 @@ test_packages=(
         clang libclang-rt-14-dev # ASan/UBSan and libFuzzer runtimes
         llvm                     # llvm-symbolizer: sanitizer reports with file:line
         prometheus               # for promtool, which checks the metrics output
-        nodejs                   # the offline checks of container/kubernetes/
+        nodejs                   # the offline checks of container/kubernetes/; the h2 fake API server
         systemd                  # systemd-analyze verify/security on the unit
         # benchmarks (make bench) and hardening tests: peers and measuring tools
         inotify-tools            # inotifywait, the detection-latency peer
