@@ -17,9 +17,9 @@
 #    /status, the agent exits 0 on SIGTERM with nothing reported.
 . "$(dirname "$0")/lib.sh"
 
-command -v openssl >/dev/null || skip "openssl is not installed (scripts/setup-deps.sh installs it)"
-command -v curl >/dev/null || skip "curl is not installed (scripts/setup-deps.sh installs it)"
-command -v jq >/dev/null || skip "jq is not installed (scripts/setup-deps.sh installs it)"
+command -v openssl >/dev/null || skip no-openssl "openssl is not installed (scripts/setup-deps.sh installs it)"
+command -v curl >/dev/null || skip no-curl "curl is not installed (scripts/setup-deps.sh installs it)"
+command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
 FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
 FLIP=${FLIP_BENCH:-$(dirname "$AGENT")/tests/bench/flip-bench}
 [ -x "$FAKE" ] || { echo "FAIL: $FAKE is not built" >&2; exit 1; }
@@ -33,7 +33,7 @@ done
 runner=()
 if [ "$sanitized" = no ]; then
         command -v valgrind >/dev/null ||
-                skip "valgrind is not installed and the build is not sanitized (--enable-sanitizers): nothing would catch a leak"
+                skip no-valgrind "valgrind is not installed and the build is not sanitized (--enable-sanitizers): nothing would catch a leak"
         # shellcheck disable=SC2054 # valgrind's own syntax: definite,indirect
         runner=(valgrind --quiet --trace-children=yes --error-exitcode=99 --leak-check=full
                 --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect
