@@ -272,7 +272,7 @@ for cell in "${cells[@]}"; do
         echo "-------------------- cell: $cell $status in ${took}s --------------------"
         skips=
         if [[ -f $skip_counts/$cell ]]; then
-                n= a= d=
+                n='' a='' d=''
                 read -r n a d <"$skip_counts/$cell" || true
                 if [[ -n ${d:-} ]]; then
                         skips="skips: $n ($a allowed, $d not allowed)"
