@@ -17,6 +17,9 @@
 # First installs what is missing of scripts/setup-deps.sh's packages (all of
 # them: scripts/demo.sh installed only the build's and the demo's). Every cell
 # runs even when an earlier one fails; the exit status is 1 when any failed.
+# A cell that runs tests (gcc distcheck asan valgrind cross) then lists their
+# skips (tests/tools/skip-report.sh) and fails on one that tests/skips.allowed
+# does not allow for it; the summary counts them per cell.
 
 # The cells are called as "cell_$name", which shellcheck cannot follow.
 # shellcheck disable=SC2317
@@ -30,7 +33,7 @@ jobs=$(nproc)
 fuzz_seconds=${FUZZ_SECONDS:-20}
 
 usage() {
-        sed -n '4,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+        sed -n '4,23s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 # need COMMAND...: fails with a hint when a tool of scripts/setup-deps.sh is missing.
@@ -83,11 +86,30 @@ print_test_logs() {
         done < <(find . -name test-suite.log -not -path './aicr-enroot-agent-*')
 }
 
-make_check() {
-        if ! make -j"$jobs" check; then
-                print_test_logs
-                return 1
+# check_skips CELL DIR...: the skips in the test logs under DIR, each allowed
+# for CELL by tests/skips.allowed or the cell fails; their counts go to
+# $skip_counts/CELL for the summary.
+check_skips() {
+        local cell=$1 out rc=0
+        shift
+        echo "+ tests/tools/skip-report.sh --cell $cell $*"
+        out=$(bash "$top/tests/tools/skip-report.sh" --cell "$cell" --allow "$top/tests/skips.allowed" "$@") || rc=$?
+        [[ -z $out ]] || printf '%s\n' "$out"
+        sed -n 's/^skip-report: cell [^:]*: \([0-9]*\) skips, \([0-9]*\) allowed, \([0-9]*\) not allowed$/\1 \2 \3/p' \
+                <<<"$out" >"$skip_counts/$cell"
+        if ((rc != 0)); then
+                echo "test.sh: cell $cell: a skip above is not allowed: run what it needs, or, when CI's machine can never run it, add it to tests/skips.allowed with the reason"
         fi
+        return "$rc"
+}
+
+# make_check CELL: make check, then the cell's skips (also after a failure).
+make_check() {
+        local rc=0
+        make -j"$jobs" check || rc=$?
+        ((rc == 0)) || print_test_logs
+        check_skips "$1" tests || rc=1
+        return "$rc"
 }
 
 gcc_flags=(CC=gcc --enable-werror)
@@ -96,17 +118,23 @@ cell_gcc() {
         need gcc make
         configure_in gcc "${gcc_flags[@]}"
         make -j"$jobs"
-        make_check
+        make_check gcc
 }
 
 cell_distcheck() {
+        local logs=$top/build-ci/distcheck-logs rc=0
         need gcc make xz
         configure_in gcc "${gcc_flags[@]}"
-        if ! make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror; then
+        rm -rf "$logs"
+        # KEEP_TEST_LOGS: make check in the tarball's build copies its test
+        # logs there (Makefile.am's check-local); distcheck removes that build.
+        if ! make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror KEEP_TEST_LOGS="$logs"; then
                 # distcheck builds in aicr-enroot-agent-VERSION/_build/sub
                 find . -path './aicr-enroot-agent-*' -name test-suite.log -exec cat {} +
-                return 1
+                rc=1
         fi
+        check_skips distcheck "$logs" || rc=1
+        return "$rc"
 }
 
 cell_asan() {
@@ -115,32 +143,43 @@ cell_asan() {
         make -j"$jobs"
         ASAN_OPTIONS=detect_leaks=1 \
                 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-                make_check
+                make_check asan
 }
 
+# Each test's output in build-ci/valgrind-logs/tests/unit/NAME.log, its result
+# in NAME.trs as automake writes it, for check_skips.
 cell_valgrind() {
-        local t rc failed=0
+        local t rc result log logs=$top/build-ci/valgrind-logs failed=0
         need gcc make valgrind
         # The unit tests of a plain gcc build: valgrind and sanitizers do not mix.
         configure_in gcc "${gcc_flags[@]}"
         make -j"$jobs" check TESTS= # builds every check program, runs none
+        rm -rf "$logs"
+        mkdir -p "$logs/tests/unit"
         for t in tests/unit/test-*; do
                 [[ -x $t && ! -d $t && $t != *.* ]] || continue
                 echo "+ valgrind $t"
+                log=$logs/$t.log
                 rc=0
                 valgrind --quiet --leak-check=full \
                         --errors-for-leak-kinds=definite,indirect,possible \
-                        --error-exitcode=1 "$t" >"$t.valgrind.log" 2>&1 || rc=$?
+                        --error-exitcode=1 "$t" >"$log" 2>&1 || rc=$?
                 case $rc in
-                0) ;;
-                77) echo "  skipped (exit 77)" ;;
+                0) result=PASS ;;
+                77)
+                        result=SKIP
+                        echo "  skipped (exit 77)"
+                        ;;
                 *)
-                        cat "$t.valgrind.log"
+                        result=FAIL
+                        cat "$log"
                         echo "  FAILED: $t (exit $rc)"
                         failed=1
                         ;;
                 esac
+                printf ':test-result: %s\n' "$result" >"${log%.log}.trs"
         done
+        check_skips valgrind "$logs" || failed=1
         return "$failed"
 }
 
@@ -172,7 +211,10 @@ cell_fuzz() {
 
 # GB200 nodes are arm64: the cross build, and the unit tests under qemu-user.
 cell_cross() {
-        bash "$top/scripts/cross-build.sh" arm64
+        local rc=0
+        bash "$top/scripts/cross-build.sh" arm64 || rc=$?
+        check_skips cross "$top/build-cross/arm64/tests" || rc=1
+        return "$rc"
 }
 
 cells=()
@@ -203,6 +245,10 @@ fi
 summary=()
 failed=0
 total_start=$SECONDS
+# check_skips leaves "TOTAL ALLOWED NOT-ALLOWED" of each cell here.
+skip_counts=$(mktemp -d)
+trap 'rm -rf "$skip_counts"' EXIT
+skips_total=0 skips_allowed=0 skips_denied=0
 for cell in "${cells[@]}"; do
         echo
         echo "==================== cell: $cell ===================="
@@ -224,11 +270,24 @@ for cell in "${cells[@]}"; do
                 failed=1
         fi
         echo "-------------------- cell: $cell $status in ${took}s --------------------"
-        summary+=("$(printf '%-10s %-18s %5ss' "$cell" "$status" "$took")")
+        skips=
+        if [[ -f $skip_counts/$cell ]]; then
+                n='' a='' d=''
+                read -r n a d <"$skip_counts/$cell" || true
+                if [[ -n ${d:-} ]]; then
+                        skips="skips: $n ($a allowed, $d not allowed)"
+                        skips_total=$((skips_total + n)) skips_allowed=$((skips_allowed + a))
+                        skips_denied=$((skips_denied + d))
+                else
+                        skips="skips: not counted (no test logs)"
+                fi
+        fi
+        summary+=("$(printf '%-10s %-18s %5ss  %s' "$cell" "$status" "$took" "$skips")")
 done
 
 echo
 echo "==================== summary ===================="
 printf '%s\n' "${summary[@]}"
+echo "skips: $skips_total ($skips_allowed allowed, $skips_denied not allowed)"
 echo "total: $((SECONDS - total_start))s"
 exit "$failed"

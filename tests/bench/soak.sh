@@ -10,9 +10,8 @@
 # even ones restore the running files, so the pod condition's status flips at
 # every update. Between batches of 1 to 2*SOAK_FAULT_GAP updates (default
 # 20), one fault, drawn from a seeded RNG (SOAK_SEED, printed; default from
-# the clock), unless the agent has not recovered from the last one yet (a
-# fault still waits for its request, the last request had one, or the watch
-# is not open again):
+# the clock), once the agent has recovered from the last one (waited for,
+# never skipped; see wait_recovered):
 #   500        the next 1 to 3 PATCHes (or any requests) answer 500
 #   429        the next PATCH answers 429 with Retry-After: 1
 #   409        the next PATCH answers 409 Conflict (the agent waits for the
@@ -24,8 +23,12 @@
 #   expire     the watch is closed (its next try answers 500), the pod is
 #              rewritten by an operator without the condition and the
 #              history compacted: the agent's resume gets the in-stream 410
-# The same seed gives the same faults in the same order; where each lands
-# depends on timing. After the last update the faults are cleared and two
+# The same seed gives the same batches and the same faults in the same
+# order, whatever the timing, and so the same number of requests to fault
+# (each fault's count, none for close); checked: those that got one plus
+# those left at the end make that number. Where each lands (which request,
+# which update) depends on timing. After the last update the last fault is
+# waited for like the others, the faults are cleared and two
 # more updates are made (the condition flips twice), so a condition refused
 # by an injected 409 is sent again. Then, within 150 s (the agent's longest backoff
 # is 120 s): the pod's condition at the fake (status and reason) equals what
@@ -72,8 +75,7 @@ elif [ "$sanitized" = yes ]; then
 else
         checker="none (a plain build without valgrind)"
 fi
-say "seed $seed: $n updates, a fault every 1 to $((2 * gap)) updates, memory checks: $checker"
-RANDOM=$seed
+say "seed $seed (SOAK_SEED=$seed replays it): $n updates, a fault every 1 to $((2 * gap)) updates, memory checks: $checker"
 
 trap 'say "FAIL: line $LINENO: $BASH_COMMAND exited $?" >&2' ERR
 failures=0
@@ -125,29 +127,58 @@ updates() { # FIRST COUNT
 declare -A injected=()
 kinds=(500 429 409 drop slow close watch-410 expire)
 for k in "${kinds[@]}"; do injected[$k]=0; done
-skipped=0
+to_land=0    # the requests the injected faults will fault: their counts
+recover_ms=0 # waited in all for the agent to recover
+# wait_recovered: until no fault waits for its request, the watch is open
+# again, and the condition is synced (a PATCH went through since the last
+# fault: the agent is out of its backoff, which a success resets) or the last
+# PATCH was refused with 409 (the agent then waits for the next change, by
+# design). Up to 150 s (the agent's longest backoff is 120 s). A fault still
+# waiting after 5 s while the condition is synced waits for a PATCH that only
+# a change makes: the next batch lands it.
+wait_recovered() {
+        local t0 i state last_patch synced
+        t0=$(date +%s%N)
+        for i in $(seq 1 1500); do
+                state=$(ctl GET /state | jq -c '[.faults, .watches]')
+                last_patch=$(awk '$2 == "PATCH" { f = $4 } END { print f }' "$WORK/kube/arrivals")
+                synced=$(curl -sf "http://127.0.0.1:$PORT/status" | jq -r '.kube.condition_synced')
+                if [[ $state == '['*',1]' ]] && [[ $synced == true || $last_patch == status:409 ]]; then
+                        if [[ $state == '[0,1]' ]] || { ((i > 50)) && [[ $synced == true ]]; }; then
+                                recover_ms=$((recover_ms + ($(date +%s%N) - t0) / 1000000))
+                                return 0
+                        fi
+                fi
+                sleep 0.1
+        done
+        say "FAIL: the agent did not recover from a fault within 150 s: $(ctl GET /state | jq -c .); last request: $(tail -n 1 "$WORK/kube/arrivals" | cut -c1-200)" >&2
+        exit 1
+}
 inject() {
-        local kind match
-        # One fault at a time, each from a recovered agent: a new one only
-        # when none waits for its request, the agent's last request went
-        # through and its watch is open again (an agent in backoff makes few
-        # requests: faults queued meanwhile would all land on its retries and
-        # only hold it in an ever longer backoff).
-        if [ "$(ctl GET /state | jq -c '[.faults, .watches]')" != '[0,1]' ] ||
-                [ "$(tail -n 1 "$WORK/kube/arrivals" | cut -d' ' -f4)" != - ]; then
-                skipped=$((skipped + 1))
-                return 0
-        fi
-        # drawn only now: a seed gives the same faults in the same order
+        local kind match count=1
+        # One fault at a time, each from a recovered agent (an agent in
+        # backoff makes few requests: faults queued meanwhile would all land
+        # on its retries and only hold it in an ever longer backoff). Waited
+        # for, never skipped: the number of faults is the seed's alone.
+        wait_recovered
         kind=${kinds[RANDOM % ${#kinds[@]}]}
         if [ $((RANDOM % 2)) = 0 ]; then match='{"method": "PATCH"}'; else match='{}'; fi
         case $kind in
-        500) fault '{"match": '"$match"', "status": 500, "count": '$((1 + RANDOM % 3))'}' ;;
+        500)
+                count=$((1 + RANDOM % 3))
+                fault '{"match": '"$match"', "status": 500, "count": '$count'}'
+                ;;
         429) fault '{"match": {"method": "PATCH"}, "status": 429, "retry_after": 1, "count": 1}' ;;
         409) fault '{"match": {"method": "PATCH"}, "status": 409, "count": 1}' ;;
-        drop) fault '{"match": '"$match"', "drop_connection": true, "count": '$((1 + RANDOM % 2))'}' ;;
+        drop)
+                count=$((1 + RANDOM % 2))
+                fault '{"match": '"$match"', "drop_connection": true, "count": '$count'}'
+                ;;
         slow) fault '{"match": '"$match"', "delay_ms": '$((200 + RANDOM % 1301))', "count": 1}' ;;
-        close) ctl POST /close-watches >/dev/null ;;
+        close)
+                count=0 # no request is faulted: the streams end
+                ctl POST /close-watches >/dev/null
+                ;;
         watch-410)
                 fault '{"match": {"watch": true}, "status": 410, "count": 1}'
                 ctl POST /close-watches >/dev/null
@@ -160,8 +191,11 @@ inject() {
                 ;;
         esac
         injected[$kind]=$((injected[$kind] + 1))
+        to_land=$((to_land + count))
 }
 
+# Seeded only now: nothing before the loop (free_port) draws from it.
+RANDOM=$seed
 start=$(date +%s)
 i=1
 while [ "$i" -le "$n" ]; do
@@ -171,10 +205,13 @@ while [ "$i" -le "$n" ]; do
         i=$((i + batch))
         [ "$i" -gt "$n" ] || inject
 done
+# the last fault lands, like every other
+wait_recovered
 took=$(($(date +%s) - start))
 
 # The faults stop; two more updates, so the last condition is a new one.
 ctl GET /faults | jq -c '.faults[] | [.match, .status, .delay_ms, .drop_connection, .count]' >"$WORK/pending"
+left=$(ctl GET /faults | jq '[.faults[].count] | add // 0')
 ctl DELETE /faults >/dev/null
 updates $((n + 1)) 2
 
@@ -229,11 +266,15 @@ hits() { awk -v re="$1" '$4 ~ re { n++ } END { print n + 0 }' "$arr"; }
 result "soak seed" "$seed" ""
 result "soak updates" "$((n + 2))" "" "$n with faults, then 2 without; $took s for the $n"
 for k in "${kinds[@]}"; do result "soak faults injected $k" "${injected[$k]}" ""; done
-result "soak faults not injected" "$skipped" "" "the agent had not recovered from the last one"
+result "soak faults injected" "$(($(printf '%s+' "${injected[@]}")0))" "" "after each batch but the last; the seed's alone"
+result "soak recovery waits" "$((recover_ms / 1000))" s "before the faults, for the agent to recover from the last one"
 result "soak faults left at the end" "$(wc -l <"$WORK/pending")" "" "$(tr '\n' ' ' <"$WORK/pending")"
 result "soak converged after the faults" "$settled" s "the agent's backoff, capped at 120 s"
 result "soak requests faulted" "$(hits '^[a-z]')" "" \
         "500: $(hits 'status:500') 429: $(hits 'status:429') 409: $(hits 'status:409') 410: $(hits 'status:410') drop: $(hits 'drop') slow: $(hits 'delay')"
+result "soak requests to fault" "$to_land" "" "the injected faults' counts: the seed's alone ($left left at the end)"
+check "$(hits '^[a-z]') requests got a fault and $left were left, the injected faults were for $to_land" \
+        test "$(($(hits '^[a-z]') + left))" = "$to_land"
 result "soak PATCHes" "$(awk '$2 == "PATCH"' "$arr" | wc -l)" ""
 result "soak API requests" "$(wc -l <"$arr")" "" \
         "watches $(awk '$2 == "GET" && $3 ~ /watch=/' "$arr" | wc -l), Events $(awk '$2 == "POST"' "$arr" | wc -l)"

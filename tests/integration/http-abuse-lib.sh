@@ -4,9 +4,9 @@
 # test-http-limit-recovery.sh): sourced after lib.sh, never run. Starts the
 # daemon on a current pod and gives the helpers those tests use; the hostile
 # clients are tests/tools/http-abuse (HTTP_ABUSE).
-command -v curl >/dev/null || skip "curl is not installed (scripts/setup-deps.sh installs it)"
+command -v curl >/dev/null || skip no-curl "curl is not installed (scripts/setup-deps.sh installs it)"
 ABUSE=${HTTP_ABUSE:-$(dirname "$AGENT")/tests/tools/http-abuse}
-[ -x "$ABUSE" ] || skip "http-abuse is not built ($ABUSE): add it to check_PROGRAMS"
+[ -x "$ABUSE" ] || skip no-http-abuse "http-abuse is not built ($ABUSE): add it to check_PROGRAMS"
 
 cm=$WORK/cm
 root=$WORK/root
@@ -57,7 +57,7 @@ abuse() {
         "$ABUSE" --port "$PORT" "$@" >"$WORK/abuse" 2>"$WORK/abuse-err" || rc=$?
         if [ "$rc" = 77 ]; then
                 [ "$failures" -eq 0 ] || finish
-                skip "http-abuse cannot run here: $(cat "$WORK/abuse-err")"
+                skip http-abuse-cannot-run "http-abuse cannot run here: $(cat "$WORK/abuse-err")"
         fi
         [ "$rc" = 0 ] || fail "http-abuse $* exited $rc: $(cat "$WORK/abuse-err")"
         printf 'http-abuse %s:\n%s\n' "$*" "$(cat "$WORK/abuse")" >&2

@@ -13,6 +13,7 @@ trap 'rm -rf "$WORK"' EXIT
 
 failures=0
 checks=0
+parts_skipped=0
 
 pass() { checks=$((checks + 1)); }
 fail() {
@@ -20,12 +21,29 @@ fail() {
         failures=$((failures + 1))
         printf 'FAIL: %s\n' "$*" >&2
 }
+# A skip is never silent: one line "SKIP: TEST/ID: REASON", the form
+# tests/tools/skip-report.sh reads from the logs. ID names the check that did
+# not run, the same wherever it runs (scripts/test.sh fails a CI cell on an ID
+# not in tests/skips.allowed); REASON says why, and what would let it run.
+skip_line() {
+        if [ $# -ne 2 ] || [[ ! $1 =~ ^[a-z0-9][a-z0-9.-]*$ ]] || [ -z "$2" ]; then
+                printf 'FAIL: a skip needs an ID ([a-z0-9.-]) and a reason, got: %s\n' "$*" >&2
+                exit 1
+        fi
+        printf 'SKIP: %s/%s: %s\n' "$TEST_NAME" "$1" "$2" >&2
+}
+# skip ID REASON: the rest of the test cannot run here; exit 77 (automake's SKIP)
 skip() {
-        printf 'SKIP: %s\n' "$*" >&2
+        skip_line "$@"
         exit 77
 }
+# skip_part ID REASON: one part of the test cannot run here; the test goes on
+skip_part() {
+        skip_line "$@"
+        parts_skipped=$((parts_skipped + 1))
+}
 finish() {
-        printf '%s: %d checks, %d failed\n' "$TEST_NAME" "$checks" "$failures"
+        printf '%s: %d checks, %d failed, %d parts skipped\n' "$TEST_NAME" "$checks" "$failures" "$parts_skipped"
         [ "$failures" -eq 0 ]
 }
 

@@ -6,7 +6,7 @@
 
 json_ok() {
         # jq is installed by the setup script; without it this check cannot run.
-        command -v jq >/dev/null || skip "jq is not installed (scripts/setup-deps.sh installs it)"
+        command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
         jq -e . "$1" >/dev/null 2>&1
 }
 

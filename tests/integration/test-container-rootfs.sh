@@ -46,7 +46,7 @@ full=$(dirname "$AGENT")/aicr-enroot-agentd
 # links its runtime's libraries too; the image never ships one.
 listed=$(sed 's/#.*//' "$packages" | awk 'NF { print $1 }')
 if grep -q __asan_init "$AGENT"; then
-        echo "note: sanitizer build: the libraries it links are not checked against the list" >&2
+        skip_part sanitizer-libraries "sanitizer build: the libraries it links are not checked against the list"
 elif command -v readelf >/dev/null && command -v dpkg >/dev/null && command -v ldd >/dev/null; then
         ldd "$full" >"$WORK/ldd" 2>&1 || true
         while read -r soname; do
@@ -67,19 +67,21 @@ elif command -v readelf >/dev/null && command -v dpkg >/dev/null && command -v l
                         fail "the agent links $soname from $pkg, which container/runtime-packages.txt does not name"
                 fi
         done < <(readelf -d "$AGENT" "$full" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' | sort -u)
+else
+        skip_part no-readelf "readelf, dpkg or ldd is missing: the libraries it links are not checked against the list"
 fi
 ((failures == 0)) || finish
 
 # --- what running it needs ---------------------------------------------------
-[ "$(id -u)" -eq 0 ] || { finish || exit 1; skip "not root: chroot and mount namespaces need root"; }
+[ "$(id -u)" -eq 0 ] || { finish || exit 1; skip not-root "not root: chroot and mount namespaces need root"; }
 for c in unshare nsenter chroot mount apt-get apt-cache dpkg-deb flock curl; do
-        command -v "$c" >/dev/null || { finish || exit 1; skip "$c is missing (scripts/setup-deps.sh)"; }
+        command -v "$c" >/dev/null || { finish || exit 1; skip "no-$c" "$c is missing (scripts/setup-deps.sh)"; }
 done
 unshare --mount --pid --fork true 2>/dev/null ||
-        { finish || exit 1; skip "cannot create mount and PID namespaces here"; }
+        { finish || exit 1; skip no-namespaces "cannot create mount and PID namespaces here"; }
 if ! grep -q 'Candidate: [0-9]' <<<"$(apt-cache policy libc6 2>/dev/null)"; then
         finish || exit 1
-        skip "apt has no package lists (run apt-get update)"
+        skip no-apt-lists "apt has no package lists (run apt-get update)"
 fi
 
 cache=${AICR_DEB_CACHE:-}
@@ -100,7 +102,7 @@ if ! flock "$cache/.lock" bash "$assemble" --cache "$cache" "$root" >"$WORK/asse
         if grep -qiE 'Failed to fetch|Temporary failure resolving|Could not (connect|resolve)|Network is unreachable' \
                 "$WORK/assemble.log"; then
                 finish || exit 1
-                skip "the Debian archive cannot be reached: $(grep -m1 -iE 'fetch|resolv|connect|unreachable' "$WORK/assemble.log")"
+                skip no-debian-archive "the Debian archive cannot be reached: $(grep -m1 -iE 'fetch|resolv|connect|unreachable' "$WORK/assemble.log")"
         fi
         cat "$WORK/assemble.log" >&2
         fail "assemble-rootfs.sh failed"
@@ -160,7 +162,7 @@ EOF
         CTL=$(sed -n 's/^control on //p' "$WORK/fake.out")
         [ -n "$CTL" ] || { cat "$WORK/fake.err" >&2; fail "the fake API server did not start"; kube=no; }
 else
-        echo "note: no Kubernetes client or no fake API server: the pod condition is not tried in the image" >&2
+        skip_part no-pod-condition "no Kubernetes client or no fake API server: the pod condition is not tried in the image"
 fi
 
 # The namespaces: the root bind-mounted read-only (readOnlyRootFilesystem),

@@ -4,8 +4,8 @@
 # writer, real inotify, real sockets, a bind mount standing for a subPath
 # mount, and a target process in its own mount namespace.
 . "$(dirname "$0")/lib.sh"
-command -v curl >/dev/null || skip "curl is not installed (scripts/setup-deps.sh installs it)"
-command -v jq >/dev/null || skip "jq is not installed (scripts/setup-deps.sh installs it)"
+command -v curl >/dev/null || skip no-curl "curl is not installed (scripts/setup-deps.sh installs it)"
+command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
 SECRET=s3cr3t-value-never-shown
 
 cm=$WORK/cm
@@ -232,7 +232,7 @@ SCRIPT
         wait "$ns_pid" || rc=$?
         [ "$rc" = 0 ] && pass || { tail -20 "$WORK/subpath.log" >&2; fail "the agent exited $rc after SIGTERM"; }
 else
-        echo "note: mount namespaces are not permitted here; the subPath bind-mount case is skipped" >&2
+        skip_part no-mount-namespace-subpath "mount namespaces are not permitted here: the subPath bind-mount case did not run"
 fi
 
 # --- a target process in a shared PID namespace ------------------------------
@@ -275,7 +275,7 @@ if unshare -m --propagation private true 2>/dev/null; then
         kill "$TARGET_PID" 2>/dev/null || true
         wait "$TARGET_PID" 2>/dev/null || true
 else
-        echo "note: mount namespaces are not permitted here; the target-process case is skipped" >&2
+        skip_part no-mount-namespace-target "mount namespaces are not permitted here: the target-process case did not run"
 fi
 
 finish

@@ -11,7 +11,7 @@
 # shows up as a difference.
 . "$(dirname "$0")/lib.sh"
 : "${MODEL_DUMP:?run through make check}"
-command -v bash >/dev/null || skip "bash is not installed"
+command -v bash >/dev/null || skip no-bash "bash is not installed"
 
 # The reference: what enroot's loader leaves in the environment.
 reference() {

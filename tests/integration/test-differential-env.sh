@@ -8,8 +8,8 @@
 # compared by key only.
 . "$(dirname "$0")/lib.sh"
 : "${MODEL_DUMP:?run through make check}"
-command -v awk >/dev/null || skip "awk is not installed"
-command -v sed >/dev/null || skip "sed is not installed"
+command -v awk >/dev/null || skip no-awk "awk is not installed"
+command -v sed >/dev/null || skip no-sed "sed is not installed"
 
 reference() {
         # 1. ${NAME} becomes the variable's value (an empty environment here).

@@ -14,16 +14,16 @@
 # random set.
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
-command -v bash >/dev/null || skip "bash is not installed"
+command -v bash >/dev/null || skip no-bash "bash is not installed"
 PROBE=${SHELL_PROBE:-$(dirname "$AGENT")/tests/tools/shell-probe}
-[ -x "$PROBE" ] || skip "tests/tools/shell-probe is not built (see Makefile.am)"
+[ -x "$PROBE" ] || skip no-shell-probe "tests/tools/shell-probe is not built (see Makefile.am)"
 
 BASH_BIN=$(command -v bash)
 # shellcheck disable=SC2016
 bash_version=$(env -i "$BASH_BIN" -c 'echo "${BASH_VERSINFO[0]}.${BASH_VERSINFO[1]}"')
 case $bash_version in
 5.*) ;;
-*) skip "the model follows bash 5; this is bash $bash_version" ;;
+*) skip not-bash-5 "the model follows bash 5; this is bash $bash_version" ;;
 esac
 
 mkdir -p "$WORK/empty" "$WORK/gen"

@@ -12,9 +12,9 @@
 # connections, the request log, and a clean stop.
 . "$(dirname "$0")/lib.sh"
 
-command -v openssl >/dev/null || skip "openssl is not installed (scripts/setup-deps.sh installs it)"
-command -v curl >/dev/null || skip "curl is not installed (scripts/setup-deps.sh installs it)"
-command -v jq >/dev/null || skip "jq is not installed (scripts/setup-deps.sh installs it)"
+command -v openssl >/dev/null || skip no-openssl "openssl is not installed (scripts/setup-deps.sh installs it)"
+command -v curl >/dev/null || skip no-curl "curl is not installed (scripts/setup-deps.sh installs it)"
+command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
 FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
 if [ ! -x "$FAKE" ]; then
         echo "FAIL: $FAKE is not built (make tests/tools/fake-apiserver)" >&2

@@ -10,8 +10,8 @@
 # a ..data pointing outside the volume; the module-level cases are in
 # tests/unit/test-volume.c and test-running.c.
 . "$(dirname "$0")/lib.sh"
-command -v curl >/dev/null || skip "curl is not installed (scripts/setup-deps.sh installs it)"
-command -v jq >/dev/null || skip "jq is not installed (scripts/setup-deps.sh installs it)"
+command -v curl >/dev/null || skip no-curl "curl is not installed (scripts/setup-deps.sh installs it)"
+command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
 WRITER="$TOP_SRCDIR/tests/tools/atomic-writer.sh"
 
 cm=$WORK/cm
@@ -124,7 +124,7 @@ if mknod "$key" c 1 5 2>/dev/null; then # /dev/zero's numbers: endless if read
         rm "$run"
         mv "$WORK/saved.conf" "$run"
 else
-        echo "note: mknod is not permitted here: the device cases did not run" >&2
+        skip_part no-mknod "mknod is not permitted here: the device cases did not run"
 fi
 rm -f "$key"
 cp "$WORK/src/enroot.conf" "$key"
@@ -164,7 +164,7 @@ repaired "1 GiB files"
 rss_after=$(awk '$1 == "Rss:" { print $2 }' "/proc/$AGENT_PID/smaps_rollup")
 # a sanitizer build's shadow memory makes Rss meaningless
 if grep -q __asan_init "$AGENT"; then
-        echo "note: sanitizer build: the memory bound is not checked" >&2
+        skip_part sanitizer-memory-bound "sanitizer build (shadow memory): the memory bound is not checked"
 else
         [ $((rss_after - rss_before)) -lt 4096 ] && pass ||
                 fail "resident memory grew from $rss_before to $rss_after KiB (a large file was read?)"
@@ -225,6 +225,8 @@ if [ -e /sys/kernel/uevent_seqnum ]; then
         ln -sfn /sys/kernel/uevent_seqnum "$WORK/kernel/enroot.conf"
         expect "running file is a link into sysfs" 0 unreadable 'is on procfs or sysfs' \
                 'enroot.conf: unreadable .*refusing to read it'
+else
+        skip_part no-sysfs "no /sys/kernel/uevent_seqnum: a link into sysfs is not tried"
 fi
 stop_agent
 
@@ -253,7 +255,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
                 fail "/healthz, permission denied"
         stop_agent
 else
-        echo "note: not root or no setpriv: the permission cases did not run" >&2
+        skip_part no-setpriv-as-root "not root or no setpriv: the permission cases did not run"
 fi
 
 finish

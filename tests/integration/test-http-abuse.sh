@@ -68,7 +68,7 @@ printf 'memory: Rss %s -> %s KiB, Anonymous %s -> %s KiB\n' "$rss0" "$rss1" "$an
 # (HTTPD_CONNECTION_MEMORY_BYTES): at most 256 KiB; a
 # sanitizer build's shadow memory makes Rss meaningless
 if grep -q __asan_init "$AGENT"; then
-        echo "note: sanitizer build: the memory bound is not checked" >&2
+        skip_part sanitizer-memory-bound "sanitizer build (shadow memory): the memory bound is not checked"
 else
         [ $((anon1 - anon0)) -le 1024 ] && pass ||
                 fail "anonymous memory grew by $((anon1 - anon0)) KiB under abuse"

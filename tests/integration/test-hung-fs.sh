@@ -23,13 +23,13 @@
 # Needs root (mount namespaces, nsenter) and /dev/fuse: skipped, saying why,
 # where they are missing.
 . "$(dirname "$0")/lib.sh"
-command -v curl >/dev/null || skip "curl is not installed (scripts/setup-deps.sh installs it)"
-command -v jq >/dev/null || skip "jq is not installed (scripts/setup-deps.sh installs it)"
-command -v nsenter >/dev/null || skip "nsenter is not installed (util-linux)"
+command -v curl >/dev/null || skip no-curl "curl is not installed (scripts/setup-deps.sh installs it)"
+command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
+command -v nsenter >/dev/null || skip no-nsenter "nsenter is not installed (util-linux)"
 : "${FUSE_HANG:?run through make check}"
-[ -c /dev/fuse ] || skip "/dev/fuse is not here: no FUSE file system can be mounted"
+[ -c /dev/fuse ] || skip no-dev-fuse "/dev/fuse is not here: no FUSE file system can be mounted"
 unshare -m --propagation private true 2>/dev/null ||
-        skip "mount namespaces are not permitted here (needs root)"
+        skip no-mount-namespace "mount namespaces are not permitted here (needs root)"
 
 cm=$WORK/cm
 root=$WORK/root
@@ -75,7 +75,7 @@ hang() {
                 fuse_pid=
                 if [ "$rc" = 77 ]; then
                         stop_agent
-                        skip "cannot mount a FUSE file system here: $(cat "$WORK/fuse.err")"
+                        skip no-fuse-mount "cannot mount a FUSE file system here: $(cat "$WORK/fuse.err")"
                 fi
                 fail "fuse-hang did not mount (exit $rc): $(cat "$WORK/fuse.err")"
                 finish

@@ -7,9 +7,9 @@
 # the SHA-256 of the file would let anyone who reads /metrics or /status, or
 # Prometheus' storage, test guesses of the value offline.
 . "$(dirname "$0")/lib.sh"
-command -v curl >/dev/null || skip "curl is not installed (scripts/setup-deps.sh installs it)"
-command -v jq >/dev/null || skip "jq is not installed (scripts/setup-deps.sh installs it)"
-command -v sha256sum >/dev/null || skip "sha256sum is not installed (coreutils)"
+command -v curl >/dev/null || skip no-curl "curl is not installed (scripts/setup-deps.sh installs it)"
+command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
+command -v sha256sum >/dev/null || skip no-sha256sum "sha256sum is not installed (coreutils)"
 SECRET=hunter2
 
 cm=$WORK/cm
@@ -159,7 +159,7 @@ SCRIPT
         wait "$ns_pid" || rc=$?
         [ "$rc" = 0 ] && pass || { tail -20 "$WORK/subpath.log" >&2; fail "the agent exited $rc after SIGTERM"; }
 else
-        echo "note: mount namespaces are not permitted here; the running version of a bind mount is not checked" >&2
+        skip_part no-mount-namespace "mount namespaces are not permitted here: the running version of a bind mount is not checked"
 fi
 
 finish

@@ -9,13 +9,13 @@
 # watch, and the condition is written.
 . "$(dirname "$0")/lib.sh"
 
-command -v node >/dev/null || skip "$TEST_NAME: node is not installed (scripts/setup-deps.sh installs nodejs)"
-command -v openssl >/dev/null || skip "$TEST_NAME: openssl is not installed (scripts/setup-deps.sh installs it)"
-command -v curl >/dev/null || skip "$TEST_NAME: curl is not installed (scripts/setup-deps.sh installs it)"
-command -v jq >/dev/null || skip "$TEST_NAME: jq is not installed (scripts/setup-deps.sh installs it)"
+command -v node >/dev/null || skip no-node "node is not installed (scripts/setup-deps.sh installs nodejs)"
+command -v openssl >/dev/null || skip no-openssl "openssl is not installed (scripts/setup-deps.sh installs it)"
+command -v curl >/dev/null || skip no-curl "curl is not installed (scripts/setup-deps.sh installs it)"
+command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
 : "${TOP_SRCDIR:?run through make check}"
 curl -V | grep -q '^Features:.* HTTP2' ||
-        skip "$TEST_NAME: this curl has no HTTP/2 (nghttp2): it cannot show that the server offers h2"
+        skip no-curl-http2 "this curl has no HTTP/2 (nghttp2): it cannot show that the server offers h2"
 
 NS=slurm
 UID0=0b8c0a52-6f0e-4c47-9a57-5d1f7e3c9a10

@@ -27,11 +27,11 @@ if [ -d "$shared" ]; then
                 cmp -s "$upstream/$f" "$shared/$f" && pass || fail "tests/data/upstream/$f differs from the shared fixture $f"
         done
 else
-        echo "note: no ../shared/fixtures/upstream beside the source tree: tests/data/upstream/ not compared with it" >&2
+        skip_part no-shared-fixtures "no ../shared/fixtures/upstream beside the source tree: tests/data/upstream/ not compared with it"
 fi
 
 for c in node npm flock; do
-        command -v "$c" >/dev/null || skip "$c is missing (scripts/setup-deps.sh installs it)"
+        command -v "$c" >/dev/null || skip "no-$c" "$c is missing (scripts/setup-deps.sh installs it)"
 done
 if command -v kubectl >/dev/null; then
         kz_version=$(kubectl version --client 2>/dev/null | sed -n 's/^Kustomize Version: v\([0-9]*\).*/\1/p')
@@ -41,7 +41,7 @@ fi
 if [ -z "${kz_version:-}" ] || [ "$kz_version" -lt 5 ]; then
         [ "$failures" -eq 0 ] || { finish || exit 1; }
         found=${kz_version:+kustomize v$kz_version}
-        skip "SKIPPED, NOT PASSED: the post-renderer needs kubectl 1.27+ or kustomize v5 (found: ${found:-none}); the agent's layering onto AICR bundles is not checked"
+        skip no-kustomize-5 "the post-renderer needs kubectl 1.27+ or kustomize v5 (found: ${found:-none}); the agent's layering onto AICR bundles is not checked"
 fi
 
 deps=${AICR_NODE_DEPS:-}
@@ -55,7 +55,7 @@ fi
 mkdir -p "$deps"
 if ! flock "$deps/.lock" bash "$TOP_SRCDIR/scripts/setup-node-deps.sh" "$deps" >"$WORK/npm.log" 2>&1; then
         if grep -qE 'ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|network' "$WORK/npm.log"; then
-                skip "the npm registry cannot be reached: $(grep -m1 -E 'ENOTFOUND|EAI_AGAIN|ECONN|ETIMEDOUT|ENETUNREACH|network' "$WORK/npm.log")"
+                skip no-npm-registry "the npm registry cannot be reached: $(grep -m1 -E 'ENOTFOUND|EAI_AGAIN|ECONN|ETIMEDOUT|ENETUNREACH|network' "$WORK/npm.log")"
         fi
         cat "$WORK/npm.log" >&2
         fail "scripts/setup-node-deps.sh failed"

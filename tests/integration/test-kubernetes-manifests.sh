@@ -20,10 +20,10 @@ started=$SECONDS
 manifests=$TOP_SRCDIR/container/kubernetes
 validator=$TOP_SRCDIR/tests/kubernetes/validate-manifests.js
 for c in node npm curl flock jq; do
-        command -v "$c" >/dev/null || skip "$c is missing (scripts/setup-deps.sh installs it)"
+        command -v "$c" >/dev/null || skip "no-$c" "$c is missing (scripts/setup-deps.sh installs it)"
 done
 tool=${PROMTOOL:-$(command -v promtool || true)}
-[ -n "$tool" ] || skip "promtool is not installed (scripts/setup-deps.sh installs prometheus)"
+[ -n "$tool" ] || skip no-promtool "promtool is not installed (scripts/setup-deps.sh installs prometheus)"
 
 deps=${AICR_NODE_DEPS:-}
 if [ -z "$deps" ]; then
@@ -36,7 +36,7 @@ fi
 mkdir -p "$deps"
 if ! flock "$deps/.lock" bash "$TOP_SRCDIR/scripts/setup-node-deps.sh" "$deps" >"$WORK/npm.log" 2>&1; then
         if grep -qE 'ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|network' "$WORK/npm.log"; then
-                skip "the npm registry cannot be reached: $(grep -m1 -E 'ENOTFOUND|EAI_AGAIN|ECONN|ETIMEDOUT|ENETUNREACH|network' "$WORK/npm.log")"
+                skip no-npm-registry "the npm registry cannot be reached: $(grep -m1 -E 'ENOTFOUND|EAI_AGAIN|ECONN|ETIMEDOUT|ENETUNREACH|network' "$WORK/npm.log")"
         fi
         cat "$WORK/npm.log" >&2
         fail "scripts/setup-node-deps.sh failed"
@@ -132,7 +132,7 @@ if "$AGENT" --help 2>&1 | grep -q -- '--kube '; then
         done < <(jq -c '.[]' "$WORK/rules/commands.json")
         [ -s "$WORK/rules/commands.json" ] && pass || fail "no command lines from the variants"
 else
-        echo "note: this agent has no --kube option yet: the variants' command lines were not run" >&2
+        skip_part no-kube-option "this agent has no --kube option: the variants' command lines were not run"
 fi
 
 # --- broken copies are rejected --------------------------------------------------------

@@ -21,13 +21,13 @@
 . "$(dirname "$0")/lib.sh"
 
 for c in openssl curl jq; do
-        command -v "$c" >/dev/null || skip "$c is not installed (scripts/setup-deps.sh installs it)"
+        command -v "$c" >/dev/null || skip "no-$c" "$c is not installed (scripts/setup-deps.sh installs it)"
 done
 FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
 [ -x "$FAKE" ] || { echo "FAIL: $FAKE is not built" >&2; exit 1; }
 : "${TOP_SRCDIR:?run through make check}"
 if ! unshare -m --propagation private true 2>"$WORK/unshare-err"; then
-        skip "cannot create a private mount namespace ($(cat "$WORK/unshare-err")): the restart checks need real bind mounts"
+        skip no-mount-namespace "cannot create a private mount namespace ($(cat "$WORK/unshare-err")): the restart checks need real bind mounts"
 fi
 
 NS=slurm
@@ -99,7 +99,7 @@ mount --bind "$env" /run/aicr-enroot/running/etc/enroot/environ.d/99-aicr-defaul
 mount --bind "$sa" /run/secrets/kubernetes.io/serviceaccount
 exec "$@"
 EOF
-[ "$(readlink -f /var/run)" = /run ] || skip "/var/run is not /run here: the service account's default path cannot be laid out"
+[ "$(readlink -f /var/run)" = /run ] || skip var-run-not-run "/var/run is not /run here: the service account's default path cannot be laid out"
 
 # start_container: one start of the agent's container, its subPath mounts
 # resolved now, with the downward API's variables and the in-cluster API.

@@ -16,8 +16,8 @@
 . "$(dirname "$0")/lib.sh"
 
 : "${TOP_SRCDIR:?run through make check}"
-command -v jq >/dev/null || skip "jq is not installed (scripts/setup-deps.sh installs it)"
-command -v openssl >/dev/null || skip "openssl is not installed (scripts/setup-deps.sh installs it)"
+command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
+command -v openssl >/dev/null || skip no-openssl "openssl is not installed (scripts/setup-deps.sh installs it)"
 FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
 CLUSTER="$TOP_SRCDIR/tests/tools/slurm-cluster.sh"
 [ -x "$FAKE" ] || { echo "FAIL: $FAKE is not built" >&2; exit 1; }
@@ -36,7 +36,7 @@ trap cleanup EXIT
 
 rc=0
 bash "$CLUSTER" start "$slurm" 4 >"$WORK/cluster.env" 2>"$WORK/cluster.err" || rc=$?
-[ "$rc" = 77 ] && skip "$(tail -1 "$WORK/cluster.err")"
+[ "$rc" = 77 ] && skip no-slurm-cluster "$(sed -n 's/^slurm-cluster: SKIP: //p' "$WORK/cluster.err")"
 [ "$rc" = 0 ] || { cat "$WORK/cluster.err" >&2; echo "FAIL: the Slurm cluster did not start" >&2; exit 1; }
 set -a
 . "$WORK/cluster.env"

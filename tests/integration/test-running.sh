@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 PROBE=${RUNNING_PROBE:-$(dirname "$AGENT")/tests/tools/running-probe}
-[ -x "$PROBE" ] || skip "running-probe is not built ($PROBE): add it to check_PROGRAMS"
+[ -x "$PROBE" ] || skip no-running-probe "running-probe is not built ($PROBE): add it to check_PROGRAMS"
 
 # Every process started here is killed on exit, whatever happens.
 started=()
@@ -165,14 +165,14 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
         want file[0].content 'ENROOT_MOUNT_HOME=yes\n'
         stop "$d"
 else
-        printf 'note: not root or no setpriv: the uid checks did not run\n' >&2
+        skip_part no-setpriv-as-root "not root or no setpriv: the uid checks did not run"
 fi
 
 # --- kubelet's subPath mount, superseded by an atomic-writer update ----------
 # Needs a private mount namespace: root, and a runtime that allows it.
 if ! unshare -m --propagation private true 2>"$WORK/unshare-err"; then
         [ "$failures" -eq 0 ] || finish
-        skip "cannot create a private mount namespace ($(cat "$WORK/unshare-err")): bind-mount checks not run"
+        skip no-mount-namespace "cannot create a private mount namespace ($(cat "$WORK/unshare-err")): bind-mount checks not run"
 fi
 
 V1=..2026_12_02_14_00_00.123456789

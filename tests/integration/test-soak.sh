@@ -13,13 +13,15 @@
 #    one made while it was in flight.
 # 2. tests/bench/soak.sh with 300 kubelet-style updates (tests/bench/flip-bench)
 #    flipping the condition at every update while faults are injected at
-#    random (seed printed): the condition at the API server ends equal to
-#    /status, the agent exits 0 on SIGTERM with nothing reported.
+#    random: the condition at the API server ends equal to /status, the
+#    agent exits 0 on SIGTERM with nothing reported. The seed is printed
+#    first; SOAK_SEED=N replays it (the same faults, the same number of
+#    faulted requests).
 . "$(dirname "$0")/lib.sh"
 
-command -v openssl >/dev/null || skip "openssl is not installed (scripts/setup-deps.sh installs it)"
-command -v curl >/dev/null || skip "curl is not installed (scripts/setup-deps.sh installs it)"
-command -v jq >/dev/null || skip "jq is not installed (scripts/setup-deps.sh installs it)"
+command -v openssl >/dev/null || skip no-openssl "openssl is not installed (scripts/setup-deps.sh installs it)"
+command -v curl >/dev/null || skip no-curl "curl is not installed (scripts/setup-deps.sh installs it)"
+command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
 FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
 FLIP=${FLIP_BENCH:-$(dirname "$AGENT")/tests/bench/flip-bench}
 [ -x "$FAKE" ] || { echo "FAIL: $FAKE is not built" >&2; exit 1; }
@@ -33,7 +35,7 @@ done
 runner=()
 if [ "$sanitized" = no ]; then
         command -v valgrind >/dev/null ||
-                skip "valgrind is not installed and the build is not sanitized (--enable-sanitizers): nothing would catch a leak"
+                skip no-valgrind "valgrind is not installed and the build is not sanitized (--enable-sanitizers): nothing would catch a leak"
         # shellcheck disable=SC2054 # valgrind's own syntax: definite,indirect
         runner=(valgrind --quiet --trace-children=yes --error-exitcode=99 --leak-check=full
                 --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect
@@ -123,18 +125,22 @@ done
 stop_fake
 
 # --- the soak ---------------------------------------------------------------------
-# 50 ms between updates: time for several faults, each with its recovery
-if SOAK_UPDATES=${SOAK_UPDATES:-300} SOAK_PAUSE_MS=50 SOAK_FAULT_GAP=5 SOAK_VALGRIND=auto \
+seed=${SOAK_SEED:-$(($(date +%s%N) % 32768))}
+printf '%s: soak seed %s (replay: SOAK_SEED=%s make check TESTS=tests/integration/test-soak.sh)\n' \
+        "$TEST_NAME" "$seed" "$seed"
+# 50 ms between updates, a fault after every 1 to 30 (about 20, each waited
+# for until the agent has recovered: about a minute under valgrind)
+if SOAK_SEED=$seed SOAK_UPDATES=${SOAK_UPDATES:-300} SOAK_PAUSE_MS=50 SOAK_FAULT_GAP=15 SOAK_VALGRIND=auto \
         FLIP_BENCH=$FLIP FAKE_APISERVER=$FAKE \
         BENCH_OUT=$WORK/soak-out bash "$TOP_SRCDIR/tests/bench/soak.sh" >"$WORK/soak.out" 2>&1; then
         pass
 else
-        fail "the soak failed:"$'\n'"$(tail -40 "$WORK/soak.out")"
+        fail "the soak with seed $seed failed:"$'\n'"$(tail -40 "$WORK/soak.out")"
 fi
 cat "$WORK/soak.out"
 grep -q '^soak updates  *302 ' "$WORK/soak.out" && pass || fail "not 302 updates"
 grep -q 'target soak: converged, exit 0, no leak or error  *MET' "$WORK/soak.out" && pass || fail "soak target"
 landed=$(awk '/^soak requests faulted/ { print $4 }' "$WORK/soak.out")
-[ "${landed:-0}" -ge 3 ] && pass || fail "only ${landed:-0} requests got a fault"
+[ "${landed:-0}" -ge 3 ] && pass || fail "only ${landed:-0} requests got a fault (seed $seed)"
 
 finish

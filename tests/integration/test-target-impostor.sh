@@ -15,14 +15,14 @@
 . "$(dirname "$0")/lib.sh"
 
 for c in curl jq setpriv unshare; do
-        command -v "$c" >/dev/null || skip "$c is not installed (scripts/setup-deps.sh installs it)"
+        command -v "$c" >/dev/null || skip "no-$c" "$c is not installed (scripts/setup-deps.sh installs it)"
 done
 : "${TOP_SRCDIR:?run through make check}"
-[ "$(id -u)" = 0 ] || skip "starting processes of other uids and in other namespaces needs root"
+[ "$(id -u)" = 0 ] || skip not-root "starting processes of other uids and in other namespaces needs root"
 unshare -m --propagation private true 2>"$WORK/unshare-err" ||
-        skip "cannot create a private mount namespace ($(cat "$WORK/unshare-err"))"
+        skip no-mount-namespace "cannot create a private mount namespace ($(cat "$WORK/unshare-err"))"
 unshare -Urm true 2>"$WORK/unshare-err" ||
-        skip "cannot create a user namespace ($(cat "$WORK/unshare-err"))"
+        skip no-user-namespace "cannot create a user namespace ($(cat "$WORK/unshare-err"))"
 
 started=()
 cleanup() {

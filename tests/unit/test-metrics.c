@@ -19,13 +19,12 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <cmocka.h>
+#include "unit-skip.h"
 
 #include "fileio.h"
 #include "metrics.h"
 
 extern char **environ;
-
-static bool promtool_missing;
 
 /* ---------------------------------------------------------------------------
  * Building sample Reports */
@@ -315,10 +314,11 @@ static void expect_promtool_clean(const char *name, const char *text) {
         _cleanup_free_ char *output = NULL;
         int status;
 
-        if (!promtool_path()) {
-                promtool_missing = true;
-                skip();
-        }
+        if (!promtool_path())
+                skip_test("promtool",
+                          "promtool not found (set PROMTOOL or install prometheus): "
+                          "%s was not validated",
+                          name);
         status = promtool_check(text, &output);
         if (status != 0 || output[0] != '\0')
                 fail_msg("promtool check metrics on %s: exit %d:\n%s", name, status, output);
@@ -505,10 +505,9 @@ static void test_promtool(void **state) {
 static void test_promtool_rejects(void **state) {
         _cleanup_free_ char *output = NULL;
 
-        if (!promtool_path()) {
-                promtool_missing = true;
-                skip();
-        }
+        if (!promtool_path())
+                skip_test("promtool-rejects", "promtool not found (set PROMTOOL or install "
+                                              "prometheus): its rejections were not checked");
         assert_int_not_equal(promtool_check("# HELP x_count A counter.\n# TYPE x_count counter\n"
                                             "x_count 1\n",
                                             &output),
@@ -843,12 +842,5 @@ int main(void) {
                 cmocka_unit_test(test_promtool_rejects),
                 cmocka_unit_test(test_promtool_live_process),
         };
-        int failed = cmocka_run_group_tests(tests, NULL, NULL);
-
-        if (failed == 0 && promtool_missing) {
-                fprintf(stderr, "SKIP: promtool not found (set PROMTOOL or install prometheus): "
-                                "the exposition was not validated\n");
-                return 77;
-        }
-        return failed;
+        return unit_skip_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

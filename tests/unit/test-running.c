@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <cmocka.h>
+#include "unit-skip.h"
 
 #include "macro.h"
 #include "running.h"
@@ -261,12 +262,6 @@ static pid_t spawn(const char *name, const char *chroot_dir, const char *bind_so
         (void) close(p[0]);
         return pid;
 }
-
-#define skip_because(why)                               \
-        do {                                            \
-                print_message("skipping: %s\n", (why)); \
-                skip();                                 \
-        } while (0)
 
 static void reap(pid_t pid) {
         (void) kill(pid, SIGKILL);
@@ -878,7 +873,7 @@ static void test_target_chroot(void **state) {
         pid_t a;
 
         if (geteuid() != 0)
-                skip_because("chroot(2) needs root");
+                skip_test("target-chroot-not-root", "chroot(2) needs root");
 
         a = spawn(name, root, NULL, NULL);
         v = read_view(NULL, name, 0, paths, ELEMENTSOF(paths));
@@ -901,7 +896,8 @@ static void test_target_permission(void **state) {
         ssize_t n;
 
         if (geteuid() != 0)
-                skip_because("starting a process of another uid needs root");
+                skip_test("target-permission-not-root",
+                          "starting a process of another uid needs root");
 
         a = spawn(name, NULL, NULL, NULL);
         assert_int_equal(pipe2(p, O_CLOEXEC), 0);
@@ -991,7 +987,7 @@ static void test_target_bind_mount(void **state) {
         pid_t a;
 
         if (geteuid() != 0)
-                skip_because("mounting needs root");
+                skip_test("target-bind-mount-not-root", "mounting needs root");
 
         mkdirs_at(dir_fd, "vol-target");
         vol_fd = openat(dir_fd, "vol-target", O_DIRECTORY | O_CLOEXEC);
@@ -1012,10 +1008,9 @@ static void test_target_bind_mount(void **state) {
         } else {
                 int status = 0;
                 assert_int_equal(waitpid(a, &status, 0), a);
-                if (WEXITSTATUS(status) == 77) {
-                        print_message("skipping: no private mount namespace here\n");
-                        skip();
-                }
+                if (WEXITSTATUS(status) == 77)
+                        skip_test("target-bind-mount-no-mount-namespace",
+                                  "no private mount namespace here");
         }
 
         a = spawn(name, NULL, source, target);
@@ -1042,14 +1037,14 @@ static void test_target_bind_mount(void **state) {
 }
 
 /* Moves this test process into a private mount namespace; false, with the
- * reason printed, when it cannot. */
-static bool enter_private_mount_namespace(void) {
+ * SKIP line for the check ID printed, when it cannot. */
+static bool enter_private_mount_namespace(const char *id) {
         if (geteuid() != 0) {
-                print_message("skipping: mounting needs root\n");
+                skip_part(id, "mounting needs root");
                 return false;
         }
         if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0) {
-                print_message("skipping: no private mount namespace here: %s\n", strerror(errno));
+                skip_part(id, "no private mount namespace here: %s", strerror(errno));
                 return false;
         }
         return true;
@@ -1079,7 +1074,7 @@ static void test_default_bind_mount(void **state) {
         _cleanup_free_ char *target = NULL;
         _cleanup_close_ int vol_fd = -EBADF;
 
-        if (!enter_private_mount_namespace())
+        if (!enter_private_mount_namespace("default-bind-mount"))
                 skip();
         vol_fd = mount_first_version("vol-default", &target);
 
@@ -1146,7 +1141,7 @@ static void test_mountinfo_cache(void **state) {
                 assert_int_equal(mountinfo_cache_reads(cache), 2);
         }
 
-        if (!enter_private_mount_namespace()) {
+        if (!enter_private_mount_namespace("cache-bind-mount")) {
                 view_cache = NULL;
                 skip();
         }
@@ -1374,14 +1369,14 @@ static void test_target_impostor_real(void **state) {
         pid_t in_ns, other_uid, daemon;
 
         if (geteuid() != 0)
-                skip_because("starting a process of another uid needs root");
+                skip_test("impostor-not-root", "starting a process of another uid needs root");
         strcpy(name, unique_name("i"));
         assert_true(asprintf(&path, "%s/etc/enroot/enroot.conf", root) > 0);
         paths = (const char *const *) &path;
 
         in_ns = spawn_impostor(name, true, 0);
         if (in_ns == 0)
-                skip_because("unshare(CLONE_NEWUSER) is refused here");
+                skip_test("impostor-no-user-namespace", "unshare(CLONE_NEWUSER) is refused here");
         other_uid = spawn_impostor(name, false, 65534);
         daemon = spawn(name, NULL, NULL, NULL);
         assert_true(in_ns < daemon && other_uid < daemon);
@@ -1505,7 +1500,7 @@ static void test_bad_version_mount(void **state) {
         pid_t a;
 
         if (geteuid() != 0)
-                skip_because("mounting needs root");
+                skip_test("bad-version-mount-not-root", "mounting needs root");
         mkdirs_at(dir_fd, "vol-bad");
         {
                 char sub[PATH_MAX];
@@ -1565,5 +1560,5 @@ int main(void) {
                 cmocka_unit_test(test_default_bind_mount),
                 cmocka_unit_test(test_mountinfo_cache),
         };
-        return cmocka_run_group_tests(tests, setup, teardown);
+        return unit_skip_status(cmocka_run_group_tests(tests, setup, teardown));
 }

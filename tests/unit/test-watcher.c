@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <cmocka.h>
+#include "unit-skip.h"
 
 #include "fileio.h"
 #include "log.h"
@@ -700,12 +701,11 @@ static void test_overflow(void **state) {
         _cleanup_free_ char *v = NULL;
         long pairs;
 
-        if (max <= 0 || max > 1000000) {
-                print_message("SKIP: fs.inotify.max_queued_events is %ld: too many events to "
-                              "overflow it here\n",
-                              max);
-                skip();
-        }
+        if (max <= 0 || max > 1000000)
+                skip_test("overflow",
+                          "fs.inotify.max_queued_events is %ld: too many events to "
+                          "overflow it here",
+                          max);
 
         start_watcher(WATCH_INOTIFY);
         fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1104,12 +1104,11 @@ static void test_fallback(void **state) {
                 /* back to v1: the child's update must be a change */
                 assert_int_equal(writer_run(dir, payload_v1, NULL, 0), 0);
                 run_in_child(cases[i].fn, &res);
-                if (res.skip_errno) {
-                        print_message("SKIP: %s failed: %s: inotify limits cannot be lowered "
-                                      "for a child here\n",
-                                      res.skip_what, strerror(res.skip_errno));
-                        skip();
-                }
+                if (res.skip_errno)
+                        skip_test("inotify-limits",
+                                  "%s failed: %s: inotify limits cannot be "
+                                  "lowered for a child here",
+                                  res.skip_what, strerror(res.skip_errno));
                 print_message("%s: --watch inotify fails with %s; auto polls: \"%s\"; update "
                               "seen by %u call(s), last reason %s\n",
                               cases[i].what, strerror(-res.inotify_r), res.reason, res.calls,
@@ -1249,11 +1248,10 @@ static void test_verify_missed_change(void **state) {
         ChildResult res;
 
         run_in_child(verify_scene, &res);
-        if (res.skip_errno) {
-                print_message("SKIP: %s failed: %s: cannot stage a change inotify misses\n",
-                              res.skip_what, strerror(res.skip_errno));
-                skip();
-        }
+        if (res.skip_errno)
+                skip_test("verify-missed-change",
+                          "%s failed: %s: cannot stage a change inotify misses", res.skip_what,
+                          strerror(res.skip_errno));
         print_message("verify after a reported update: %d, %d, %d\n", res.verify[0], res.verify[1],
                       res.verify[2]);
         print_message("content changed unannounced: auto %d (now %s: \"%s\"), inotify %d (now "
@@ -1305,5 +1303,5 @@ int main(void) {
         /* TEST_FILTER=test_overflow runs one test (cmocka's glob pattern) */
         if (getenv("TEST_FILTER"))
                 cmocka_set_test_filter(getenv("TEST_FILTER"));
-        return cmocka_run_group_tests(tests, group_setup, group_teardown);
+        return unit_skip_status(cmocka_run_group_tests(tests, group_setup, group_teardown));
 }
