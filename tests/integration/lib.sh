@@ -154,6 +154,12 @@ kube_pki() {
         printf '%s' "$3" >"$1/token"
         printf '%s' "$3" >"$WORK/server-token"
 }
+# The RBAC a test has the fake enforce (--rbac FILE, --user NAME): what the
+# deployment grants the agent, and the access docs/OPERATIONS.md asks for the
+# rollout. AGENT_RBAC and ROLLOUT_RBAC name other files (a broken copy).
+AGENT_RBAC=${AGENT_RBAC:-${TOP_SRCDIR:-}/container/kubernetes/rbac.yaml}
+ROLLOUT_RBAC=${ROLLOUT_RBAC:-${TOP_SRCDIR:-}/tests/integration/rollout-rbac.yaml}
+ROLLOUT_USER=system:serviceaccount:slurm:aicr-enroot-rollout
 # start_fake PODS_FILE [ARG...]: the fake over TLS with kube_pki's certificate
 # and token; sets fake_pid, API (https://127.0.0.1:PORT) and CTL (its control port).
 start_fake() {
