@@ -175,6 +175,12 @@ kube_pki() {
 # The fake's certificate and key, as a path without .crt/.key: kube_pki's
 # unless a test sets another (make-test-ca.sh makes them).
 FAKE_TLS=
+# The RBAC a test has the fake enforce (--rbac FILE, --user NAME): what the
+# deployment grants the agent, and the access docs/OPERATIONS.md asks for the
+# rollout. AGENT_RBAC and ROLLOUT_RBAC name other files (a broken copy).
+AGENT_RBAC=${AGENT_RBAC:-${TOP_SRCDIR:-}/container/kubernetes/rbac.yaml}
+ROLLOUT_RBAC=${ROLLOUT_RBAC:-${TOP_SRCDIR:-}/tests/integration/rollout-rbac.yaml}
+ROLLOUT_USER=system:serviceaccount:slurm:aicr-enroot-rollout
 # start_fake PODS_FILE [ARG...]: the fake over TLS with kube_pki's certificate
 # (or $FAKE_TLS's) and token; sets fake_pid, API (https://127.0.0.1:PORT) and
 # CTL (its control port).

@@ -152,7 +152,7 @@ if [ "$kube" = yes ]; then
 EOF
         "$FAKE" --pods "$WORK/pods.json" --token-file "$WORK/server-token" \
                 --tls-cert "$WORK/pki/server.crt" --tls-key "$WORK/pki/server.key" \
-                --port 0 --control-port 0 >"$WORK/fake.out" 2>"$WORK/fake.err" &
+                --port 0 --control-port 0 --rbac "$AGENT_RBAC" >"$WORK/fake.out" 2>"$WORK/fake.err" &
         FAKE_PID=$!
         for _ in $(seq 1 200); do
                 grep -q '^control on' "$WORK/fake.out" && break

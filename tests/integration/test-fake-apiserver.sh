@@ -383,6 +383,36 @@ curl -sSN -m 5 --cacert "$WORK/pki/ca.crt" -H "Authorization: Bearer $TOKEN" \
 expect_eq "after compaction an older resourceVersion is gone" "ERROR 410" \
         "$(jq -r '[.type, (.object.code | tostring)] | join(" ")' "$WORK/w5")"
 
+# newer than the server: a get or list is answered 504 at once (the real
+# server's cache waited 3 s for it); a watch is accepted and sends only what
+# comes after it, as the real server's cacheWatcher does
+rv_now=$(state resourceVersion)
+future=$((rv_now + 2))
+expect_eq "GET from a resourceVersion newer than the server's" 504 \
+        "$(api GET "$BASE/pods/worker-0?resourceVersion=$future")"
+expect_eq "... the real server's Status" "Timeout 504 ResourceVersionTooLarge Too large resource version 1" \
+        "$(body '[.reason, (.code | tostring), .details.causes[0].reason, .details.causes[0].message,
+                  (.details.retryAfterSeconds | tostring)] | join(" ")')"
+expect_eq "... and message" "Timeout: Too large resource version: $future, current: $rv_now" "$(body .message)"
+grep -qi '^Retry-After: 1' "$WORK/headers" && pass || fail "504 without Retry-After: $(cat "$WORK/headers")"
+expect_eq "list from a newer resourceVersion" 504 "$(api GET "$BASE/pods?resourceVersion=$future")"
+expect_eq "list from the current resourceVersion" 200 "$(api GET "$BASE/pods?resourceVersion=$rv_now")"
+watch_start "$WORK/w7" "watch=1&fieldSelector=metadata.name%3Dworker-0&resourceVersion=$future&allowWatchBookmarks=true&timeoutSeconds=30"
+w7=$watch_pid
+wait_until 5 watches_are 1 && pass || fail "a watch from a newer resourceVersion was not accepted: $(cat "$WORK/w7")"
+smp worker-0 "$(agent_patch True Current)" >/dev/null  # rv_now + 1
+ctl POST /bookmark >/dev/null                           # at rv_now + 1: not after the start
+smp worker-0 "$(agent_patch False Drifted)" >/dev/null # rv_now + 2: the start itself
+smp worker-0 "$(agent_patch True Current)" >/dev/null  # rv_now + 3: sent
+ctl POST /bookmark >/dev/null                           # at rv_now + 3: sent
+wait_until 5 lines_at_least "$WORK/w7" 2 || true
+sleep 0.2
+kill "$w7" 2>/dev/null
+wait "$w7" 2>/dev/null || true
+expect_eq "a watch from a newer resourceVersion skips up to it" \
+        "MODIFIED $((rv_now + 3)),BOOKMARK $((rv_now + 3))" \
+        "$(jq -r '.type + " " + .object.metadata.resourceVersion' "$WORK/w7" | paste -sd,)"
+
 # --- injected faults --------------------------------------------------------------------
 STATUS_PATH=$BASE/pods/worker-0/status
 for code in 401 403 404 409 422 429 500 503; do
@@ -540,6 +570,78 @@ expect_eq "control: rewrite of a missing pod" 404 "$(ctl POST /pods/nope/rewrite
 curl -sS -m 3 -o /dev/null "http://127.0.0.1:$API_PORT/" 2>/dev/null || true
 (exec 3<>"/dev/tcp/127.0.0.1/$API_PORT" && printf 'garbage\r\n\r\n' >&3) 2>/dev/null || true
 expect_eq "still serving after garbage" 200 "$(api GET "$BASE/pods/login-0")"
+
+# --- RBAC: --rbac FILE enforces the rules for the token's --user -----------------------------
+# A second server with the agent's Role from container/kubernetes/rbac.yaml,
+# a third with the rollout's documented access: what each may do passes,
+# the rest gets the real server's 403, worded by its authorizer.
+RBAC_FAKE_PID=
+rbac_fake() { # ARGS...: a server on the same pods and token; sets RAPI
+        [ -z "$RBAC_FAKE_PID" ] || { kill "$RBAC_FAKE_PID"; wait "$RBAC_FAKE_PID" 2>/dev/null || true; }
+        "$FAKE" --pods "$WORK/pods.json" --token-file "$WORK/token" --tls-cert "$WORK/pki/server.crt" \
+                --tls-key "$WORK/pki/server.key" --port 0 --control-port 0 "$@" \
+                >"$WORK/rfake.out" 2>"$WORK/rfake.err" &
+        RBAC_FAKE_PID=$!
+        wait_until 10 grep -q '^control on ' "$WORK/rfake.out" ||
+                fail "the fake with $* did not start: $(cat "$WORK/rfake.err")"
+        RAPI=$(sed -n 's|^listening on ||p' "$WORK/rfake.out")
+}
+rapi() { API=$RAPI api "$@"; }
+forbidden() { # LABEL WANT-MESSAGE: the last answer was the real server's 403
+        expect_eq "$1" "403 Failure Forbidden $2" \
+                "$(head -c 3 "$WORK/status") $(body '[.status, .reason, .message] | join(" ")')"
+}
+rcall() { rapi "$@" >"$WORK/status"; }
+AGENT_USER='User "system:serviceaccount:slurm:aicr-enroot-agent"'
+rbac_fake --rbac "$TOP_SRCDIR/container/kubernetes/rbac.yaml"
+expect_eq "agent: get its pod" 200 "$(rapi GET "$BASE/pods/worker-0")"
+expect_eq "agent: watch its pod" 200 \
+        "$(rapi GET "$BASE/pods?watch=1&fieldSelector=metadata.name%3Dworker-0&timeoutSeconds=1")"
+expect_eq "agent: patch pods/status" 200 "$(API=$RAPI smp worker-0 "$(agent_patch True Current)")"
+expect_eq "agent: create a core Event" 201 "$(rapi POST "$BASE/events" -H 'Content-Type: application/json' \
+        -d '{"metadata": {"generateName": "worker-0."}, "involvedObject": {"kind": "Pod", "namespace": "slurm", "name": "worker-0"}, "reason": "R", "type": "Normal"}')"
+expect_eq "agent: discovery" 200 "$(rapi GET /api/v1)"
+rcall DELETE "$BASE/pods/worker-0"
+forbidden "agent: delete a pod" "pods \"worker-0\" is forbidden: $AGENT_USER cannot delete resource \"pods\" in API group \"\" in the namespace \"slurm\""
+expect_eq "... details" '{"name":"worker-0","kind":"pods"} 403' "$(body '(.details | tojson) + " " + (.code | tostring)')"
+expect_eq "... and the pod is still there" 200 "$(rapi GET "$BASE/pods/worker-0")"
+rcall GET "$BASE/pods"
+forbidden "agent: list pods" "pods is forbidden: $AGENT_USER cannot list resource \"pods\" in API group \"\" in the namespace \"slurm\""
+rcall PUT "$BASE/pods/worker-0/status" -H 'Content-Type: application/json' -d '{}'
+forbidden "agent: update pods/status" "pods \"worker-0\" is forbidden: $AGENT_USER cannot update resource \"pods/status\" in API group \"\" in the namespace \"slurm\""
+rcall GET /api/v1/namespaces/kube-system/pods/worker-0
+forbidden "agent: another namespace" "pods \"worker-0\" is forbidden: $AGENT_USER cannot get resource \"pods\" in API group \"\" in the namespace \"kube-system\""
+rcall POST /apis/events.k8s.io/v1/namespaces/slurm/events -H 'Content-Type: application/json' -d '{}'
+forbidden "agent: events.k8s.io (its Role grants core events)" "events.events.k8s.io is forbidden: $AGENT_USER cannot create resource \"events\" in API group \"events.k8s.io\" in the namespace \"slurm\""
+rcall GET /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/p
+forbidden "agent: a cluster-scoped resource" "validatingadmissionpolicies.admissionregistration.k8s.io \"p\" is forbidden: $AGENT_USER cannot get resource \"validatingadmissionpolicies\" in API group \"admissionregistration.k8s.io\" at the cluster scope"
+rcall GET /metrics
+forbidden "agent: a non-resource path" "forbidden: $AGENT_USER cannot get path \"/metrics\""
+# the rollout's documented access (tests/integration/rollout-rbac.yaml)
+rbac_fake --rbac "$TOP_SRCDIR/tests/integration/rollout-rbac.yaml" \
+        --user system:serviceaccount:slurm:aicr-enroot-rollout
+expect_eq "rollout: list pods" 200 "$(rapi GET "$BASE/pods")"
+expect_eq "rollout: get a policy (allowed, not there)" 404 \
+        "$(rapi GET /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/p)"
+rcall PATCH "$STATUS_PATH" -H 'Content-Type: application/strategic-merge-patch+json' -d '{}'
+forbidden "rollout: patch pods/status" "pods \"worker-0\" is forbidden: User \"system:serviceaccount:slurm:aicr-enroot-rollout\" cannot patch resource \"pods/status\" in API group \"\" in the namespace \"slurm\""
+expect_eq "rollout: delete a pod" 200 "$(rapi DELETE "$BASE/pods/login-0")"
+# a binding to a Role that does not exist grants nothing, and says so
+sed '/^  kind: Role$/{n;s/name: aicr-enroot-rollout$/name: aicr-enroot-rollout-typo/}' \
+        "$TOP_SRCDIR/tests/integration/rollout-rbac.yaml" >"$WORK/typo.yaml"
+rbac_fake --rbac "$WORK/typo.yaml" --user system:serviceaccount:slurm:aicr-enroot-rollout
+rcall GET "$BASE/pods"
+expect_eq "a binding to a missing Role: the authorizer's reason" \
+        'pods is forbidden: User "system:serviceaccount:slurm:aicr-enroot-rollout" cannot list resource "pods" in API group "" in the namespace "slurm": RBAC: role.rbac.authorization.k8s.io "aicr-enroot-rollout-typo" not found' \
+        "$(body .message)"
+# files outside the YAML subset are refused with the line, not misread
+printf 'rules:\n\t- verbs: [get]\n' >"$WORK/bad.yaml"
+rc=0
+"$FAKE" --pods "$WORK/pods.json" --token-file "$WORK/token" --tls-cert "$WORK/pki/server.crt" \
+        --tls-key "$WORK/pki/server.key" --rbac "$WORK/bad.yaml" >/dev/null 2>"$WORK/bad.err" || rc=$?
+expect_eq "a tab in the indentation: exit 2 with the line" "2 fake-apiserver: --rbac $WORK/bad.yaml: line 2: a tab in the indentation" \
+        "$rc $(cat "$WORK/bad.err")"
+kill "$RBAC_FAKE_PID" && wait "$RBAC_FAKE_PID" 2>/dev/null || true
 
 # --- stop ------------------------------------------------------------------------------------
 # SIGTERM with a watch open and a slow request parked: exit 0, promptly

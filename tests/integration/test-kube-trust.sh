@@ -49,7 +49,7 @@ cat >"$WORK/pods.json" <<EOF
             "status": {"conditions": [
               {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:01:00Z"}]}}]}
 EOF
-start_fake "$WORK/pods.json" --namespace "$NS"
+start_fake "$WORK/pods.json" --namespace "$NS" --rbac "$AGENT_RBAC"
 port=${API##*:}
 requests() { ctl GET /requests | jq 'length'; }
 

@@ -82,7 +82,7 @@ make_drift() { publish "ENROOT_MOUNT_HOME=${1:-no}\nhttps_proxy=http://u:$SECRET
 publish 'ENROOT_MOUNT_HOME=yes\n' 'NCCL_DEBUG=WARN\n'
 cp "$WORK/src/enroot.conf" "$root/etc/enroot/enroot.conf"
 cp "$WORK/src/99-aicr-defaults.env" "$root/etc/enroot/environ.d/99-aicr-defaults.env"
-start_fake "$WORK/pods.json"
+start_fake "$WORK/pods.json" --rbac "$AGENT_RBAC"
 
 # --- options ------------------------------------------------------------------
 expect_status 2 env -u KUBERNETES_SERVICE_HOST "$AGENT" --check-config --desired-dir "$cm" --kube on
@@ -246,6 +246,22 @@ expect_condition True/ConfigCurrent 15
 other_conditions_survive
 errors=$(metric 'aicr_enroot_agent_kube_requests_total{verb="patch",code="error"}' || true)
 [ "${errors:-0}" -ge 1 ] && pass || fail "transport errors not counted: '$errors'"
+
+# --- a watch resumed after a bookmark starts from the bookmark's resourceVersion ---------
+# Another pod's change moves the server past worker-0's resourceVersion (the
+# agent's watch does not see it); the bookmark carries the newer one, and the
+# next watch must ask from there, not from the pod's own older version.
+reset_requests
+ctl POST /pods '{"metadata": {"name": "other-0", "namespace": "'"$NS"'"}}' >/dev/null
+bookmark_rv=$(ctl POST /bookmark | jq -r .resourceVersion)
+[ "$bookmark_rv" -gt "$(ctl GET /pods/worker-0 | jq -r .metadata.resourceVersion)" ] && pass ||
+        fail "the bookmark is not newer than the pod: $bookmark_rv"
+ctl POST /close-watches >/dev/null
+resumed_from() { ctl GET /requests | jq -r '[.[] | select(.watch)] | last | .query // "" | capture("(^|&)resourceVersion=(?<rv>[^&]*)").rv // ""'; }
+wait_for 5 sh -c "curl -sf '$CTL/requests' | jq -e 'map(select(.watch)) | length >= 1' >/dev/null" || true
+[ "$(resumed_from)" = "$bookmark_rv" ] && pass ||
+        fail "the watch resumed from resourceVersion '$(resumed_from)', not the bookmark's $bookmark_rv"
+ctl DELETE /pods/other-0 >/dev/null
 
 # --- the watch: closed streams resume from the resourceVersion; 410 reads again ---------
 reset_requests

@@ -142,7 +142,7 @@ expect_state() { # FILE STATE LABEL
 }
 publish 'ENROOT_MOUNT_HOME=yes\n' 'NCCL_DEBUG=WARN\n'
 V1=$(version)
-start_fake "$WORK/pods.json"
+start_fake "$WORK/pods.json" --rbac "$AGENT_RBAC"
 ctl POST "/pods/$POD/container-statuses" "$(slurmd_status c1 "$(running_since "$(now)")")" >/dev/null ||
         fail "cannot set slurmd's status"
 

@@ -63,7 +63,7 @@ start_pods() {
                 pod_json slurm-login-slinky-a 00000000-0000-0000-0000-0000000000aa login "$2"
                 echo ']}'
         } >"$WORK/pods.json"
-        start_fake "$WORK/pods.json" --namespace "$NS"
+        start_fake "$WORK/pods.json" --namespace "$NS" --rbac "$ROLLOUT_RBAC" --user "$ROLLOUT_USER"
         [ -n "${NO_POLICIES:-}" ] || seed_policies || fail "cannot seed the admission policies"
 }
 

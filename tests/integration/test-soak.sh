@@ -55,7 +55,7 @@ cat >"$WORK/pods.json" <<EOF
 {"items": [{"metadata": {"name": "worker-0", "namespace": "$NS", "uid": "$UID0", "resourceVersion": "100"},
             "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]}
 EOF
-start_fake "$WORK/pods.json"
+start_fake "$WORK/pods.json" --rbac "$AGENT_RBAC"
 requests() { ctl GET /requests | jq -r ".[] | select(${1:-true}) | \"\(.method) \(.path) \(.status)\""; }
 
 publish 'ENROOT_MOUNT_HOME=yes\n' 'NCCL_DEBUG=WARN\n'

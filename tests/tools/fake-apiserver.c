@@ -5,7 +5,7 @@
  *
  *   fake-apiserver --pods FILE --token-file FILE --tls-cert FILE --tls-key FILE
  *                  [--port N] [--control-port N] [--namespace NS] [--verbose]
- *                  [--arrivals FILE] [--configmaps FILE]
+ *                  [--arrivals FILE] [--configmaps FILE] [--rbac FILE]... [--user NAME]
  *
  * Prints "listening on https://127.0.0.1:PORT" then "control on
  * http://127.0.0.1:PORT" on stdout once both ports accept connections, and
@@ -30,8 +30,25 @@
  * Every request needs "Authorization: Bearer T" where T is the token file's
  * content at that moment (the file is re-read on every request, trailing
  * newlines ignored), so a test rotates the token by rewriting the file.
+ * The token authenticates as --user (default
+ * system:serviceaccount:NS:aicr-enroot-agent, the agent's service account;
+ * one token, one user per server).
  * Errors are Kubernetes Status objects with the real server's reasons and
  * messages.
+ *
+ * --rbac FILE (YAML as in container/kubernetes/, or kubectl's JSON; may be
+ * given more than once) holds Roles, ClusterRoles and their bindings, and
+ * the server then authorizes every authenticated request as the real RBAC
+ * authorizer does (fake-rbac.h says how far): the user's attributes (verb,
+ * API group, resource/subresource, name, namespace; a list or watch with a
+ * fieldSelector on metadata.name is checked as that name) against the rules
+ * bound to it, before any other answer; a request outside them gets the real
+ * server's 403 Forbidden Status, e.g. 'pods "worker-0" is forbidden: User
+ * "system:serviceaccount:slurm:aicr-enroot-agent" cannot delete resource
+ * "pods" in API group "" in the namespace "slurm"'. Without --rbac the token
+ * may do whatever the fake serves in --namespace, and gets that 403 for any
+ * other namespace and for PATCH or PUT of a pod (not its status): a rough
+ * model of the agent's Role, for tests that do not check authorization.
  *
  * --arrivals FILE appends one line per API request to FILE (created or
  * truncated at start) the moment the request is complete, body included,
@@ -54,7 +71,10 @@
  * defaults to the first pod's namespace, else "default"); a missing uid is
  * generated; resourceVersion is a decimal string or left out.
  *
- * Deviations a client may notice: a patch that changes nothing answers 200
+ * Deviations a client may notice: a get or list from a resourceVersion newer
+ * than the server's gets the real server's 504 "Timeout: Too large resource
+ * version: N, current: M" (cause ResourceVersionTooLarge, Retry-After: 1) at
+ * once, where the real one first waits up to 3 s for its cache; a patch that changes nothing answers 200
  * with no new resourceVersion and no watch event (as etcd skips equal
  * writes); "$setElementOrder" and "$retainKeys" directives are accepted and
  * ignored; application/json-patch+json and apply patches get 415; label
@@ -76,7 +96,20 @@
  * get the admission policies, only a client that knows their paths),
  * writes and watches of admission policies and their bindings, and every
  * other resource and subresource: RBAC objects,
- * access reviews, logs, exec and port-forward get 404.
+ * access reviews, logs, exec and port-forward get 404 (after --rbac's check).
+ * PATCH and PUT of a pod itself get 405 where --rbac allows them.
+ * Also not modelled: admission (the ValidatingAdmissionPolicies are stored
+ * for clients to read, never evaluated: any status patch the rules allow
+ * lands, for any pod), several tokens or users on one server, token
+ * audiences, expiry and the pod binding of projected tokens (userInfo.extra),
+ * other authentication (client certificates, anonymous requests: all 401),
+ * the Node and webhook authorizers, impersonation, API priority and fairness
+ * (429 only when injected), watch-list (sendInitialEvents and
+ * resourceVersionMatch are ignored), bookmarks on the real server's own
+ * schedule (about once a minute, and just before timeoutSeconds): here only
+ * on POST /bookmark and as a watch's timeout ends, and other namespaces'
+ * objects (with --rbac a request the rules allow in another namespace gets
+ * 404 'namespaces "X" not found').
  *
  * Container statuses are the test's to set (the control port's
  * container-statuses, checked the way kubelet writes them), never kubelet's:
@@ -97,7 +130,10 @@
  * start from any resourceVersion since the last compaction (POST /compact on
  * the control port, or the history overflowing); older ones get the real
  * server's 410 Expired ERROR event. At start, the oldest resourceVersion in
- * the pods file is the compaction point.
+ * the pods file is the compaction point. A watch from a resourceVersion newer
+ * than the server's is accepted, as the real server's watch cache accepts it,
+ * and sends no event or bookmark until one is newer than that version (its
+ * cacheWatcher sends only events after the version it started from).
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -116,6 +152,7 @@
 #include <sys/signalfd.h>
 #include <time.h>
 
+#include "fake-rbac.h"
 #include "fileio.h"
 #include "macro.h"
 #include "strbuf.h"
@@ -149,7 +186,12 @@
 #define FAKE_MAX_NAME_BYTES            253u
 
 #define CONTENT_TYPE_JSON              "application/json"
+/* The token's user unless --user names another: the agent's service account. */
 #define FAKE_USER_FMT                  "system:serviceaccount:%s:aicr-enroot-agent"
+/* The real server waits up to 3 s for its cache to reach a newer
+ * resourceVersion, then says to retry after 1 s (watch cache blockTimeout,
+ * resourceVersionTooHighRetrySeconds). */
+#define FAKE_TOO_LARGE_RV_RETRY_SEC    1
 
 typedef struct Server Server;
 typedef struct Request Request;
@@ -1135,7 +1177,8 @@ struct Server {
         struct MHD_Daemon *api, *control;
         char *namespace;
         char *token_path;
-        char *user; /* the service account named in 403 messages */
+        char *user; /* the token's subject (--user), named in 403 messages */
+        Rbac *rbac; /* --rbac: the rules enforced; NULL: the token may do all */
         bool verbose;
         bool stopping;
         bool need_run; /* a connection was resumed: run libmicrohttpd again at once */
@@ -1182,6 +1225,7 @@ struct Request {
 
         /* watch */
         bool watching, watch_ended, bookmarks;
+        uint64_t watch_rv; /* events and bookmarks at or below it are not sent */
         bool watch_broken; /* end it without the last chunk: a broken stream */
         Selector labels, fields;
         uint64_t watch_deadline_usec;
@@ -1379,7 +1423,7 @@ static void watch_queue(Request *w, const char *type, const json_t *object) {
 }
 
 static void watch_end(Request *w) {
-        if (w->bookmarks && !w->watch_ended) {
+        if (w->bookmarks && !w->watch_ended && w->server->rv > w->watch_rv) {
                 _cleanup_(json_decrefp) json_t *bm = NULL;
                 _cleanup_free_ char *rv = rv_string(w->server->rv);
 
@@ -1415,11 +1459,13 @@ static void history_clear(Server *s) {
         s->n_history = s->history_first = 0;
 }
 
-/* A change at resourceVersion s->rv: into the history and to every watch. */
+/* A change at resourceVersion s->rv: into the history and to every watch
+ * that started below it (one started from a newer resourceVersion skips it,
+ * as the real server's cacheWatcher sends only events newer than its start). */
 static void server_emit(Server *s, const char *type, const json_t *pod) {
         history_add(s, type, pod);
         for (Request *w = s->live; w; w = w->next)
-                if (w->watching && !w->watch_ended && watch_wants(w, pod))
+                if (w->watching && !w->watch_ended && s->rv > w->watch_rv && watch_wants(w, pod))
                         watch_queue(w, type, pod);
 }
 
@@ -1662,8 +1708,6 @@ typedef struct Route {
         bool bad_watch_flag;
         char ns[FAKE_MAX_NAME_BYTES + 1];
         char name[FAKE_MAX_NAME_BYTES + 1];
-        const char *verb;     /* RBAC verb, for 403 messages */
-        const char *resource; /* "pods", "pods/status", "events" */
 } Route;
 
 /* Copies one path segment; false when it is empty or too long. */
@@ -1696,13 +1740,10 @@ static void route_parse(Request *r, Route *ret) {
         if (streq(kind, "events")) {
                 if (*p == '\0')
                         rt.endpoint = EP_EVENTS;
-                rt.resource = "events";
-                rt.verb = streq(r->method, "POST") ? "create" : "list";
                 goto done;
         }
         if (rt.events_api || !streq(kind, "pods"))
                 goto done;
-        rt.resource = "pods";
         if (*p == '\0') {
                 bool b = false;
 
@@ -1711,46 +1752,32 @@ static void route_parse(Request *r, Route *ret) {
                         rt.bad_watch_flag = true;
                 rt.watch = b;
                 rt.endpoint = EP_PODS;
-                rt.verb = rt.watch ? "watch" : "list";
                 goto done;
         }
         if (*p++ != '/' || !take_segment(&p, rt.name, sizeof rt.name))
                 goto done;
-        if (*p == '\0') {
+        if (*p == '\0')
                 rt.endpoint = EP_POD;
-                rt.verb = streq(r->method, "DELETE")  ? "delete"
-                          : streq(r->method, "PATCH") ? "patch"
-                          : streq(r->method, "PUT")   ? "update"
-                                                      : "get";
-        } else if (streq(p, "/status")) {
+        else if (streq(p, "/status"))
                 rt.endpoint = EP_POD_STATUS;
-                rt.resource = "pods/status";
-                rt.verb = streq(r->method, "PATCH") ? "patch"
-                          : streq(r->method, "PUT") ? "update"
-                                                    : "get";
-        }
 done:
-        if (!rt.verb)
-                rt.verb = "get";
-        if (!rt.resource)
-                rt.resource = "";
         *ret = rt;
 }
 
-static json_t *forbidden_status(Server *s, const Route *rt) {
-        const char *plural = rt->endpoint == EP_EVENTS ? "events" : "pods";
+static void request_attributes_of(const Request *r, RequestAttributes *ret) {
+        request_attributes(
+                r->method, r->path,
+                MHD_lookup_connection_value(r->connection, MHD_GET_ARGUMENT_KIND, "watch"),
+                MHD_lookup_connection_value(r->connection, MHD_GET_ARGUMENT_KIND, "fieldSelector"),
+                ret);
+}
 
-        if (rt->name[0])
-                return status_newf(403, NULL, details_new(rt->name, plural),
-                                   "%s \"%s\" is forbidden: User \"%s\" cannot %s resource \"%s\" "
-                                   "in API group \"%s\" in the namespace \"%s\"",
-                                   plural, rt->name, s->user, rt->verb, rt->resource,
-                                   rt->events_api ? "events.k8s.io" : "", rt->ns);
-        return status_newf(403, NULL, details_new(NULL, plural),
-                           "%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group "
-                           "\"%s\" in the namespace \"%s\"",
-                           plural, s->user, rt->verb, rt->resource,
-                           rt->events_api ? "events.k8s.io" : "", rt->ns);
+/* The real server's 403 for r, worded by its authorizer. */
+static json_t *forbidden_status(Server *s, const Request *r) {
+        RequestAttributes a;
+
+        request_attributes_of(r, &a);
+        return forbidden_status_new(&a, s->user, NULL);
 }
 
 static json_t *not_found_status(const Route *rt) {
@@ -1775,7 +1802,7 @@ static json_t *fault_status(Server *s, Request *r, const Route *rt) {
                 st = status_new(code, NULL, "Unauthorized", NULL);
                 break;
         case 403:
-                st = forbidden_status(s, rt);
+                st = forbidden_status(s, r);
                 break;
         case 404:
                 st = not_found_status(rt);
@@ -1860,6 +1887,24 @@ static bool authorized(Server *s, Request *r) {
         return len > 0 && strlen(token) == len && streq(token, given);
 }
 
+/* --rbac: the token's subject against the rules, after authentication and
+ * before anything else, as the real server's filters run. true when r was
+ * refused (*ret: its 403). */
+static bool rbac_refuses(Server *s, Request *r, enum MHD_Result *ret) {
+        _cleanup_free_ char *reason = NULL;
+        RequestAttributes a;
+        Subject who;
+
+        if (!s->rbac)
+                return false;
+        request_attributes_of(r, &a);
+        subject_init(&who, s->user);
+        if (rbac_allows(s->rbac, &who, &a, &reason))
+                return false;
+        *ret = api_answer(r, 403, forbidden_status_new(&a, s->user, reason), -1);
+        return true;
+}
+
 static json_t *pod_list(Server *s, const Selector *labels, const Selector *fields) {
         _cleanup_free_ char *rv = rv_string(s->rv);
         json_t *list, *items, *pod;
@@ -1908,6 +1953,31 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max) {
         return 0;
 }
 
+/* A get or list from a resourceVersion newer than the server's: the real
+ * server's cache waits for it (3 s), then answers 504 with the cause
+ * ResourceVersionTooLarge (storage.NewTooLargeResourceVersionError). The fake
+ * answers at once: nothing else could bring its resourceVersion forward
+ * while it waits. true when r was answered (*ret). */
+static bool too_large_rv(Server *s, Request *r, enum MHD_Result *ret) {
+        const char *v = MHD_lookup_connection_value(r->connection, MHD_GET_ARGUMENT_KIND,
+                                                    "resourceVersion");
+        uint64_t rv;
+
+        if (!v || !*v || parse_u64(v, &rv) < 0 || rv <= s->rv)
+                return false;
+        *ret = api_answer(r, 504,
+                          status_newf(504, NULL,
+                                      json_pack("{s:[{s:s, s:s}], s:i}", "causes", "reason",
+                                                "ResourceVersionTooLarge", "message",
+                                                "Too large resource version", "retryAfterSeconds",
+                                                FAKE_TOO_LARGE_RV_RETRY_SEC),
+                                      "Timeout: Too large resource version: %" PRIu64
+                                      ", current: %" PRIu64,
+                                      rv, s->rv),
+                          FAKE_TOO_LARGE_RV_RETRY_SEC);
+        return true;
+}
+
 static enum MHD_Result api_watch(Server *s, Request *r) {
         const char *v;
         uint64_t rv = 0, timeout = FAKE_DEFAULT_WATCH_TIMEOUT_SEC;
@@ -1946,6 +2016,11 @@ static enum MHD_Result api_watch(Server *s, Request *r) {
 
         r->watching = true;
         r->watch_deadline_usec = now_usec() + timeout * 1000000u;
+        /* A resourceVersion newer than the server's is accepted: the real
+         * server answers 200 and sends what comes after it (only a watch with
+         * sendInitialEvents waits for it and may end "Too large resource
+         * version"; a list or get says so at once, see too_large_rv). */
+        r->watch_rv = have_rv ? rv : s->rv;
         if (!have_rv) {
                 /* "" and "0": the current state as ADDED events, then changes */
                 const char *key;
@@ -1992,6 +2067,7 @@ static enum MHD_Result api_watch(Server *s, Request *r) {
 static enum MHD_Result api_list(Server *s, Request *r, const Route *rt) {
         _cleanup_free_ char *error = NULL;
         Selector labels = {}, fields = {};
+        enum MHD_Result answer;
         const char *v;
         int k;
 
@@ -2013,6 +2089,11 @@ static enum MHD_Result api_list(Server *s, Request *r, const Route *rt) {
                 r->labels = labels;
                 r->fields = fields;
                 return api_watch(s, r);
+        }
+        if (too_large_rv(s, r, &answer)) {
+                selector_done(&labels);
+                selector_done(&fields);
+                return answer;
         }
         {
                 json_t *list = pod_list(s, &labels, &fields);
@@ -2766,6 +2847,8 @@ static enum MHD_Result api_process(Server *s, Request *r) {
                                   -1);
         if (!authorized(s, r))
                 return api_answer(r, 401, status_new(401, NULL, "Unauthorized", NULL), -1);
+        if (rbac_refuses(s, r, &ret))
+                return ret;
         if (!accepts_json(r))
                 return api_not_acceptable(r);
         if (api_discovery(r, &ret) || api_namespace(s, r, &ret) || api_configmap(s, r, &rt, &ret) ||
@@ -2773,9 +2856,17 @@ static enum MHD_Result api_process(Server *s, Request *r) {
                 return ret;
         if (rt.endpoint == EP_NONE)
                 return api_answer(r, 404, not_found_status(&rt), -1);
-        if (!streq(rt.ns, s->namespace))
-                /* the agent's RBAC is a Role in its own namespace */
-                return api_answer(r, 403, forbidden_status(s, &rt), -1);
+        if (!streq(rt.ns, s->namespace)) {
+                /* Without --rbac, the agent's Role: in its own namespace
+                 * only. With it, the rules allowed this request, and a
+                 * namespace this fake does not serve does not exist. */
+                if (!s->rbac)
+                        return api_answer(r, 403, forbidden_status(s, r), -1);
+                return api_answer(r, 404,
+                                  status_newf(404, NULL, details_new(rt.ns, "namespaces"),
+                                              "namespaces \"%s\" not found", rt.ns),
+                                  -1);
+        }
 
         switch (rt.endpoint) {
         case EP_POD:
@@ -2783,6 +2874,8 @@ static enum MHD_Result api_process(Server *s, Request *r) {
                 if (streq(r->method, "GET")) {
                         json_t *pod = json_object_get(s->pods, rt.name);
 
+                        if (too_large_rv(s, r, &ret))
+                                return ret;
                         return pod ? api_answer(r, 200, json_incref(pod), -1)
                                    : api_answer(r, 404, not_found_status(&rt), -1);
                 }
@@ -2790,9 +2883,10 @@ static enum MHD_Result api_process(Server *s, Request *r) {
                         return api_patch_status(s, r, &rt);
                 if (rt.endpoint == EP_POD && streq(r->method, "DELETE"))
                         return api_delete_pod(s, r, &rt);
-                if (streq(r->method, "PATCH") || streq(r->method, "PUT"))
-                        /* the agent may patch pods/status only (DESIGN §6) */
-                        return api_answer(r, 403, forbidden_status(s, &rt), -1);
+                if (!s->rbac && (streq(r->method, "PATCH") || streq(r->method, "PUT")))
+                        /* without --rbac, the agent's Role: it may patch
+                         * pods/status only (DESIGN §6) */
+                        return api_answer(r, 403, forbidden_status(s, r), -1);
                 return method_not_allowed(r);
         case EP_PODS:
                 if (streq(r->method, "GET"))
@@ -3293,7 +3387,7 @@ static enum MHD_Result on_control_process(Server *s, Request *r) {
                                   "metadata", "resourceVersion", rv);
 
                 for (Request *w = s->live; w && bm; w = w->next)
-                        if (w->watching && !w->watch_ended && w->bookmarks)
+                        if (w->watching && !w->watch_ended && w->bookmarks && s->rv > w->watch_rv)
                                 watch_queue(w, "BOOKMARK", bm);
                 return queue_json(r->connection, 200, state_json(s), -1);
         } else if ((streq(p, "/close-watches") || streq(p, "/break-watches")) && streq(m, "POST")) {
@@ -3326,6 +3420,7 @@ static void server_done(Server *s) {
                 fault_done(&s->faults[i]);
         free(s->namespace);
         free(s->user);
+        rbac_free(s->rbac);
         if (s->arrivals_fd >= 0)
                 close(s->arrivals_fd);
 }
@@ -3468,7 +3563,8 @@ static void usage(FILE *f) {
                    "--tls-key FILE\n"
                    "                      [--port N] [--control-port N] [--namespace NS] "
                    "[--verbose]\n"
-                   "                      [--arrivals FILE] [--configmaps FILE]\n"
+                   "                      [--arrivals FILE] [--configmaps FILE] [--rbac FILE]... "
+                   "[--user NAME]\n"
                    "A loopback Kubernetes API server for tests: TLS on 127.0.0.1:N (0: the kernel\n"
                    "chooses), a plain-HTTP control port for fault injection. Prints\n"
                    "\"listening on https://127.0.0.1:PORT\" and \"control on "
@@ -3496,6 +3592,8 @@ int main(int argc, char **argv) {
                 {"verbose", no_argument, NULL, 'v'},
                 {"arrivals", required_argument, NULL, 'a'},
                 {"configmaps", required_argument, NULL, 'm'},
+                {"rbac", required_argument, NULL, 'r'},
+                {"user", required_argument, NULL, 'u'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
@@ -3503,7 +3601,8 @@ int main(int argc, char **argv) {
         _cleanup_free_ char *cert = NULL, *key = NULL;
         uint16_t api_port = 0, control_port = 0, got_api, got_control;
         Server s = {.arrivals_fd = -EBADF};
-        const char *arrivals = NULL, *configmaps = NULL;
+        const char *arrivals = NULL, *configmaps = NULL, *rbac_files[16], *user = NULL;
+        size_t n_rbac = 0;
         bool namespace_given = false;
         _cleanup_close_ int signal_fd = -EBADF;
         sigset_t mask;
@@ -3543,6 +3642,17 @@ int main(int argc, char **argv) {
                 case 'a':
                         arrivals = optarg;
                         break;
+                case 'r':
+                        if (n_rbac == ELEMENTSOF(rbac_files)) {
+                                fprintf(stderr, "fake-apiserver: more than %zu --rbac files\n",
+                                        ELEMENTSOF(rbac_files));
+                                return 2;
+                        }
+                        rbac_files[n_rbac++] = optarg;
+                        break;
+                case 'u':
+                        user = optarg;
+                        break;
                 case 'h':
                         usage(stdout);
                         return 0;
@@ -3580,9 +3690,22 @@ int main(int argc, char **argv) {
                 ret = 2;
                 goto out;
         }
-        if (asprintf(&s.user, FAKE_USER_FMT, s.namespace) < 0) {
+        if (user ? !(s.user = strdup(user)) : asprintf(&s.user, FAKE_USER_FMT, s.namespace) < 0) {
                 s.user = NULL;
                 goto out;
+        }
+        if (n_rbac > 0 && !(s.rbac = rbac_new()))
+                goto out;
+        for (size_t i = 0; i < n_rbac; i++) {
+                _cleanup_free_ char *error = NULL;
+
+                r = rbac_load(s.rbac, rbac_files[i], s.namespace, &error);
+                if (r < 0) {
+                        fprintf(stderr, "fake-apiserver: --rbac %s: %s\n", rbac_files[i],
+                                error ? error : strerror(-r));
+                        ret = 2;
+                        goto out;
+                }
         }
         r = read_file_at(AT_FDCWD, cert_path, 0, FAKE_MAX_FILE_BYTES, &cert, &len);
         if (r >= 0)
