@@ -29,6 +29,8 @@ signal_barrier() {
         wait_for "$HANG" metric_is 'aicr_enroot_agent_evaluations_total{trigger="signal"}' $((n + 1)) ||
                 fail "waited ${HANG} s for the evaluation of a SIGHUP"
 }
+# exited PID: gone, or a zombie waiting for this shell's wait
+exited() { [ ! -e "/proc/$1" ] || grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
 
 # --- the running files equal the ConfigMap: current -------------------------
 publish 'ENROOT_MOUNT_HOME=yes\nENROOT_REMAP_ROOT=yes\n' 'NCCL_DEBUG=WARN\n'
@@ -163,11 +165,10 @@ if "$AGENT" --desired-dir "$cm" --running-root "$root" --listen 127.0.0.1:9100 >
                 pass || fail "9100 message: $(cat "$WORK/err")"
 fi
 kill "$a9100" 2>/dev/null || true
+wait_for "$HANG" exited "$a9100" || { fail "waited ${HANG} s for the agent on 9100 to exit after SIGTERM"; kill -KILL "$a9100"; }
 wait "$a9100" 2>/dev/null || true
 
 # --- SIGTERM: exit 0, within kubelet's grace period --------------------------
-# exited: gone, or a zombie waiting for this shell's wait
-exited() { [ ! -e "/proc/$1" ] || grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
 kill -TERM "$AGENT_PID"
 # 30 s: Kubernetes' default terminationGracePeriodSeconds, after which
 # kubelet sends SIGKILL
