@@ -38,15 +38,15 @@ expect_status 1 "$AGENT" --check --listen :1 --require-current
 grep -qx 'not ready: cannot connect to 127.0.0.1:1: Connection refused' "$WORK/out" && pass ||
         fail "--check --listen :1 printed: $(cat "$WORK/out")"
 
-# Its cost, as kubelet pays it every period in every pod.
+# Its memory, as kubelet pays it every period in every pod. (Its time is
+# measured by `make bench`, tests/bench/check.sh, against a running agent:
+# a bound here would measure the machine the tests run on.)
 if [ -x /usr/bin/time ]; then
         /usr/bin/time -f '%e %M' -o "$WORK/time" "$AGENT" --check --listen 127.0.0.1:1 \
                 >/dev/null 2>&1 || true
         # the last line: time(1) writes "Command exited with non-zero status 1" first
         read -r secs kib < <(tail -n 1 "$WORK/time")
         printf 'test-http: --check took %s s, max RSS %s KiB\n' "$secs" "$kib"
-        # generous bounds: a runaway (a resolver, TLS set-up, a hang) would cross them
-        awk -v s="$secs" 'BEGIN { exit !(s < 0.5) }' && pass || fail "--check took $secs s"
         # sanitizer builds map shadow memory: only a plain build's RSS means anything
         if grep -q __asan_init "$AGENT"; then
                 skip_part sanitizer-memory-bound "sanitizer build (shadow memory): the --check memory bound is not checked"
