@@ -428,6 +428,7 @@ case_drain() {
 }
 
 case_replace() {
+        if why=$(replace_node_unavailable); then case_skip "replace: $why"; return; fi
         reset_pods
         start_controller
         run_doc replace names
@@ -464,6 +465,7 @@ deletes() { ctl GET /requests | jq -r '.[] | select(.method == "DELETE") | .path
 unauthorized() { ctl GET /requests | jq '[.[] | select(.status == 401)] | length'; }
 
 case_rollout_proxy() {
+        if why=$(replace_node_unavailable); then case_skip "rollout-proxy: $why"; return; fi
         if port_in_use 8001; then
                 fail "$(where rollout-proxy): port 8001, which the README's kubectl proxy takes, is in use on this machine"
                 return
@@ -492,6 +494,7 @@ case_rollout_proxy() {
 }
 
 case_rollout_ops() {
+        if why=$(replace_node_unavailable); then case_skip "rollout-ops: $why"; return; fi
         # through the proxy the README started (the case before)
         if [ -z "$proxy_pid" ] || ! kill -0 "$proxy_pid" 2>/dev/null; then
                 fail "$(where rollout-ops): no kubectl proxy from the README's block is running (run rollout-proxy first)"
