@@ -9,6 +9,11 @@
 # The caller sets NS, CLUSTER (slurm-cluster.sh), slurm (its directory), CTL
 # (the fake's control port) and keeps the pods it started from in
 # $WORK/pods.json.
+# A replacement the controller cannot make (replace-node fails, or leaves the
+# node other than DOWN with the preStop reason) is not faked: the controller
+# records it in $WORK/controller.failed, creates no pod for it, and stops;
+# stop_controller turns each record into a failed check. replace-node needs
+# time namespaces: a test asks replace_node_unavailable first and skips.
 # The agent's condition carries the times the agent writes (lastProbeTime:
 # now), and seed_policies gives the fake the admission policies the rollout
 # checks before it believes a condition.
@@ -78,10 +83,26 @@ worker_json() {
         *) pod_json "slurm-worker-slinky-$1" "$2" worker "$3" "slinky-$1" ;;
         esac
 }
+# replace_node_unavailable: prints why slurm-cluster.sh replace-node cannot
+# run here (it gives the new slurmd a fresh boot time in a time namespace),
+# or nothing, and then fails.
+replace_node_unavailable() {
+        unshare --time --boottime 0 true 2>/dev/null && return 1
+        echo "cannot make a time namespace (unshare --time): the stand-in for Slinky cannot replace a node"
+}
+# replaced_down NODE: the node as the preStop hook leaves it: DOWN, with
+# Slinky's reason.
+replaced_down() {
+        local line
+        line=$(scontrol --oneliner show node "$1") || return 1
+        case "$line" in *" State="*DOWN*) ;; *) return 1 ;; esac
+        case "$line" in *" Reason=slurm-operator: Pod is terminating ["*) ;; *) return 1 ;; esac
+}
 # The controller: recreates deleted pods; NEVER_READY names a worker whose
-# replacement never becomes Ready.
+# replacement never becomes Ready. Each node it replaced is a line of
+# $WORK/controller.replaced.
 controller() {
-        local n name uid i=0
+        local n name uid i=0 rc
         while sleep 0.1; do
                 ctl GET /pods >"$WORK/pods.now" 2>/dev/null || continue
                 for n in 0 1 2 3; do
@@ -89,7 +110,17 @@ controller() {
                         grep -q "\"slinky-$n\"" "$WORK/pods.json" || continue
                         jq -e --arg n "$name" '.items[] | select(.metadata.name == $n)' \
                                 "$WORK/pods.now" >/dev/null && continue
-                        bash "$CLUSTER" replace-node "$slurm" "slinky-$n" >>"$WORK/controller.log" 2>&1
+                        rc=0
+                        bash "$CLUSTER" replace-node "$slurm" "slinky-$n" >>"$WORK/controller.log" 2>&1 || rc=$?
+                        if [ "$rc" != 0 ]; then
+                                echo "replace-node slinky-$n exited $rc: $(tail -2 "$WORK/controller.log" | tr '\n' ' ')" >>"$WORK/controller.failed"
+                                return 1
+                        fi
+                        if ! replaced_down "slinky-$n"; then
+                                echo "slinky-$n is not DOWN with the preStop reason after its replacement: $(scontrol --oneliner show node "slinky-$n" 2>&1 | grep -o 'State=[^ ]*\|Reason=.*' | tr '\n' ' ')" >>"$WORK/controller.failed"
+                                return 1
+                        fi
+                        echo "slinky-$n" >>"$WORK/controller.replaced"
                         i=$((i + 1))
                         uid=$(printf '10000000-0000-0000-0000-%012d' "$i")
                         if [ "$name" = "${NEVER_READY:-}" ]; then
@@ -111,14 +142,24 @@ controller() {
 }
 start_controller() {
         stop_controller
+        : >"$WORK/controller.replaced"
+        : >"$WORK/controller.failed"
         controller &
         controller_pid=$!
 }
 
 controller_pid=
+# stop_controller: each replacement the controller could not make fails the test.
 stop_controller() {
+        local line
         [ -n "$controller_pid" ] || return 0
         kill "$controller_pid" 2>/dev/null || true
         wait "$controller_pid" 2>/dev/null || true
         controller_pid=
+        while IFS= read -r line; do
+                fail "the stand-in controller: $line"
+        done <"$WORK/controller.failed"
+        : >"$WORK/controller.failed"
 }
+# replaced: the nodes the controller replaced since it started, sorted, on one line.
+replaced() { sort "$WORK/controller.replaced" | tr '\n' ' '; }

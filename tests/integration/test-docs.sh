@@ -427,6 +427,7 @@ case_drain() {
 }
 
 case_replace() {
+        if why=$(replace_node_unavailable); then skip_part no-time-namespace "replace: $why"; return; fi
         reset_pods
         start_controller
         run_doc replace names
@@ -463,6 +464,7 @@ deletes() { ctl GET /requests | jq -r '.[] | select(.method == "DELETE") | .path
 unauthorized() { ctl GET /requests | jq '[.[] | select(.status == 401)] | length'; }
 
 case_rollout_proxy() {
+        if why=$(replace_node_unavailable); then skip_part no-time-namespace "rollout-proxy: $why"; return; fi
         if port_in_use 8001; then
                 fail "$(where rollout-proxy): port 8001, which the README's kubectl proxy takes, is in use on this machine"
                 return
@@ -491,6 +493,7 @@ case_rollout_proxy() {
 }
 
 case_rollout_ops() {
+        if why=$(replace_node_unavailable); then skip_part no-time-namespace "rollout-ops: $why"; return; fi
         # through the proxy the README started (the case before)
         if [ -z "$proxy_pid" ] || ! kill -0 "$proxy_pid" 2>/dev/null; then
                 fail "$(where rollout-ops): no kubectl proxy from the README's block is running (run rollout-proxy first)"

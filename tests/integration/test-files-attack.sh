@@ -43,13 +43,24 @@ pod_is() { [ "$(status | jq -r .pod)" = "$1" ]; }
 desired_unobservable() { [ "$(status | jq -r .observable.desired)" = false ]; }
 # file_is N STATE: /status says file N is in STATE
 file_is() { [ "$(status | jq -r ".files[$1].state")" = "$2" ]; }
+# begin: a case starts, before it changes any file (the agent may see the
+# change at once): its log lines are those after the log's size now, so a
+# line an earlier case logged never answers for a later one. The agent logs a
+# file's state when it changes (state or detail), so each case starts from
+# files in another state, most from current ones.
+# logged_since OFFSET PATTERN: a line after byte OFFSET matches PATTERN (grep -E).
+case_offset=
+begin() { case_offset=$(stat -c %s "$AGENT_LOG"); }
+logged_since() { tail -c +$(($1 + 1)) "$AGENT_LOG" | grep -Eq -- "$2"; }
 
 # expect CASE FILE STATE DETAIL-PATTERN LOG-PATTERN: after a SIGHUP, file FILE
 # (0 enroot.conf, 1 the env file) is in STATE with a detail matching
-# DETAIL-PATTERN (grep -E), the log says LOG-PATTERN, and the agent still
-# serves at once.
+# DETAIL-PATTERN (grep -E), the log says LOG-PATTERN in a line written since
+# the case's begin, and the agent still serves at once.
 expect() {
-        local what=$1 n=$2 state=$3 detail=$4 logpat=$5 before t0 ms
+        local what=$1 n=$2 state=$3 detail=$4 logpat=$5 before t0 ms offset=$case_offset
+        case_offset=
+        [ -n "$offset" ] || { fail "$what: the test did not call begin before the case"; offset=0; }
         before=$(evaluations)
         t0=$(date +%s%N)
         kill -HUP "$AGENT_PID"
@@ -67,8 +78,8 @@ expect() {
         if grep -Eq -- "$detail" <<<"$got"; then pass; else
                 fail "$what: detail \"$got\" does not match /$detail/"
         fi
-        if wait_for 2 grep -Eq -- "$logpat" "$AGENT_LOG"; then pass; else
-                fail "$what: no log line matching /$logpat/: $(tail -3 "$AGENT_LOG")"
+        if wait_for 2 logged_since "$offset" "$logpat"; then pass; else
+                fail "$what: no log line matching /$logpat/ since the case began: $(tail -c +$((offset + 1)) "$AGENT_LOG" | tail -3)"
         fi
         if [ "$(curl -s --max-time 1 "http://127.0.0.1:$PORT/healthz")" = ok ]; then pass; else
                 fail "$what: /healthz did not answer within 1 s"
@@ -90,9 +101,14 @@ start "$WORK/agent.log" --desired-dir "$cm" --running-root "$root" || { finish; 
 rss_before=$(awk '$1 == "Rss:" { print $2 }' "/proc/$AGENT_PID/smaps_rollup")
 
 # --- symlink loops ------------------------------------------------------------
+begin
 mv "$run" "$WORK/saved.conf"
 ln -s enroot.conf "$run"
 expect "running file is a link to itself" 0 unreadable 'link loop' 'enroot.conf: unreadable .*link loop'
+rm "$run"
+cp "$WORK/saved.conf" "$run"
+repaired "running link to itself"
+begin
 rm "$run"
 ln -s loop-b "$run" && ln -s enroot.conf "$root/etc/enroot/loop-b"
 expect "running file in a two-link loop" 0 unreadable 'link loop' 'enroot.conf: unreadable .*link loop'
@@ -101,6 +117,7 @@ mv "$WORK/saved.conf" "$run"
 repaired "running link loops"
 
 version=$(readlink "$cm/..data")
+begin
 ln -s ..data "$cm/..data_tmp" && mv -T "$cm/..data_tmp" "$cm/..data"
 expect "..data is a link to itself" 0 unreadable 'link loop' 'Cannot read the ConfigMap directory'
 [ "$(status | jq -r '.observable.desired')" = false ] && pass || fail "..data loop: desired still observable"
@@ -109,14 +126,20 @@ repaired "..data loop"
 
 # --- a FIFO and a device in the ConfigMap's version directory ------------------
 key=$cm/$version/enroot.conf
+begin
 rm "$key"
 mkfifo "$key"
 expect "ConfigMap key is a FIFO" 0 unreadable 'not a regular file' 'enroot.conf: unreadable \(ConfigMap key'
+rm "$key"
+cp "$WORK/src/enroot.conf" "$key"
+repaired "ConfigMap key FIFO"
+begin
 rm "$key"
 if mknod "$key" c 1 5 2>/dev/null; then # /dev/zero's numbers: endless if read
         expect "ConfigMap key is a device" 0 unreadable 'not a regular file' 'enroot.conf: unreadable \(ConfigMap key'
         rm "$key"
         cp "$WORK/src/enroot.conf" "$key"
+        begin
         mknod "$run.dev" c 1 5
         mv "$run" "$WORK/saved.conf"
         mv "$run.dev" "$run"
@@ -132,6 +155,7 @@ repaired "FIFO and device"
 
 # --- a FIFO with a writer waiting where the running file should be --------------
 # A reader's open(2) would release the writer's: the agent must not open it.
+begin
 mv "$run" "$WORK/saved.conf"
 mkfifo "$run"
 (exec 3>"$run" && : >"$WORK/fifo-opened") &
@@ -152,9 +176,11 @@ mv "$WORK/saved.conf" "$run"
 repaired "running FIFO with a writer"
 
 # --- a 1 GiB file (sparse): refused unread, at once ---------------------------
+begin
 truncate -s 1G "$key.big" && mv "$key.big" "$key"
 expect "ConfigMap key of 1 GiB" 0 unreadable 'larger than 1 MiB' 'enroot.conf: unreadable .*larger than 1 MiB'
 cp "$WORK/src/enroot.conf" "$key"
+begin
 mv "$run" "$WORK/saved.conf"
 truncate -s 1G "$run"
 expect "running file of 1 GiB" 0 unreadable 'larger than 1 MiB' 'enroot.conf: unreadable \(/etc/enroot.*larger than 1 MiB'
@@ -171,6 +197,9 @@ else
 fi
 
 # --- the ConfigMap directory deleted, then made again --------------------------
+begin
+back_offset=$case_offset
+case_offset=
 rm -rf "$cm"
 if wait_for 5 desired_unobservable; then
         pass
@@ -190,7 +219,8 @@ if wait_for 10 pod_is current; then
 else
         fail "directory made again: not current: $(status | jq -c .)"
 fi
-wait_for 2 grep -q "is back" "$AGENT_LOG" && pass || fail "no log line for the directory coming back: $(tail -3 "$AGENT_LOG")"
+wait_for 2 logged_since "$back_offset" "is back" && pass ||
+        fail "no log line for the directory coming back: $(tail -3 "$AGENT_LOG")"
 # and it is watched again: an update is seen without a signal
 printf 'ENROOT_MOUNT_HOME=no\n' >"$WORK/src/enroot.conf"
 publish
@@ -209,6 +239,7 @@ AGENT_WRAPPER=(env AICR_TEST_SECRET_TOKEN=s3cr3t-value)
 start "$WORK/kernel.log" --desired-dir "$cm" --file "enroot.conf=$WORK/kernel/enroot.conf" \
         --file "99-aicr-defaults.env=$WORK/kernel/environ.d/99-aicr-defaults.env" || { finish; exit 1; }
 AGENT_WRAPPER=()
+case_offset=0 # the case began with this agent and its new log
 expect "running file is a link to /proc/self/environ" 0 unreadable \
         'is on procfs or sysfs \(kernel state, not a file\); refusing to read it' \
         'enroot.conf: unreadable .*refusing to read it'
@@ -222,6 +253,10 @@ fi
 [ "$(status | jq -r '.files[0].sha256.running')" = null ] && pass ||
         fail "a hash of /proc/self/environ was published: $(status | jq -c '.files[0].sha256')"
 if [ -e /sys/kernel/uevent_seqnum ]; then
+        rm "$WORK/kernel/enroot.conf"
+        cp "$WORK/src/enroot.conf" "$WORK/kernel/enroot.conf"
+        repaired "running file of procfs"
+        begin
         ln -sfn /sys/kernel/uevent_seqnum "$WORK/kernel/enroot.conf"
         expect "running file is a link into sysfs" 0 unreadable 'is on procfs or sysfs' \
                 'enroot.conf: unreadable .*refusing to read it'
@@ -238,6 +273,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
         chown 65534 "$WORK/nobody.log"
         start "$WORK/nobody.log" --desired-dir "$cm" --running-root "$root" || { finish; exit 1; }
         AGENT_WRAPPER=()
+        begin
         chmod 600 "$run"
         expect "running file unreadable (mode 0600, another owner)" 0 unreadable \
                 'Permission denied|permission' 'enroot.conf: unreadable \(/etc/enroot/enroot.conf'

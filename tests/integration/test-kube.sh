@@ -53,10 +53,25 @@ expect_condition() { # STATUS/REASON [SECONDS]
         fi
 }
 # requests [JQ-FILTER]: API requests logged since the last reset, one per line
+# (the control port's log: an answered request is logged when it ends, so an
+# open watch is not there yet)
 requests() { ctl GET /requests | jq -r ".[] | select(${1:-true}) | \"\(.method) \(.path) \(.status)\""; }
 count_requests() { requests "$1" | wc -l; }
 patches() { count_requests '.method == "PATCH"'; }
 reset_requests() { ctl POST /reset-requests >/dev/null; }
+# The fake's arrivals file ($WORK/arrivals): one line per API request as it
+# arrives, "USEC METHOD PATH?QUERY FAULT BODY", never reset and never capped,
+# so a window's count does not depend on the control port's log.
+# arrived: its line count now (the start of a window); arrived_since N
+# [PATTERN]: how many requests (matching the grep -E PATTERN) arrived after
+# line N. Both print nothing when the file is missing: a caller checks for a
+# number, so a missing count never reads as zero.
+arrived() { [ -f "$WORK/arrivals" ] && wc -l <"$WORK/arrivals"; }
+arrived_since() {
+        [ -f "$WORK/arrivals" ] || return 0
+        tail -n +$(($1 + 1)) "$WORK/arrivals" | { grep -Ec -- "${2:-.}" || true; }
+}
+is_count() { [[ "$1" =~ ^[0-9]+$ ]]; }
 fault() { ctl POST /faults "$1" >/dev/null; }
 other_conditions_survive() {
         local types
@@ -77,12 +92,34 @@ kube_args() {
 }
 # drift / current: the ConfigMap moves away from or back to the running files
 make_current() { publish 'ENROOT_MOUNT_HOME=yes\n' 'NCCL_DEBUG=WARN\n'; }
-make_drift() { publish "ENROOT_MOUNT_HOME=${1:-no}\nhttps_proxy=http://u:$SECRET@p\n" 'NCCL_DEBUG=WARN\n'; }
+make_drift() { publish "ENROOT_MOUNT_HOME=no\nhttps_proxy=http://u:$SECRET@p\n" 'NCCL_DEBUG=WARN\n'; }
+# still drifted, in one key more: the message changes, the status and reason do not
+make_more_drift() { publish "ENROOT_MOUNT_HOME=no\nhttps_proxy=http://u:$SECRET@p\n" 'NCCL_DEBUG=INFO\n'; }
+# current, but a comment differs: the reason changes, the status does not
+make_cosmetic() { publish 'ENROOT_MOUNT_HOME=yes\n# reviewed\n' 'NCCL_DEBUG=WARN\n'; }
+# The condition's times are whole seconds: next_second waits until the clock
+# has left the second $1 names, so a time written from now on differs from it.
+next_second() { while [ "$(date -u +%FT%TZ)" = "$1" ]; do sleep 0.05; done; }
+now_utc() { date -u +%FT%TZ; }
+# transition_moved LABEL OLD SINCE: lastTransitionTime is no longer OLD and
+# not before SINCE (RFC 3339 UTC in whole seconds sorts as text).
+transition_moved() {
+        local t
+        t=$(condition_field lastTransitionTime)
+        if [ "$t" != "$2" ] && [ "$t" != null ] && ! [[ "$t" < "$3" ]]; then pass; else
+                fail "$1: lastTransitionTime is '$t', expected a new time, not before $3 (it was $2)"
+        fi
+}
+transition_kept() { # LABEL OLD
+        local t
+        t=$(condition_field lastTransitionTime)
+        [ "$t" = "$2" ] && pass || fail "$1: lastTransitionTime moved from $2 to '$t' without a status change"
+}
 
 publish 'ENROOT_MOUNT_HOME=yes\n' 'NCCL_DEBUG=WARN\n'
 cp "$WORK/src/enroot.conf" "$root/etc/enroot/enroot.conf"
 cp "$WORK/src/99-aicr-defaults.env" "$root/etc/enroot/environ.d/99-aicr-defaults.env"
-start_fake "$WORK/pods.json" --rbac "$AGENT_RBAC"
+start_fake "$WORK/pods.json" --rbac "$AGENT_RBAC" --arrivals "$WORK/arrivals"
 
 # --- options ------------------------------------------------------------------
 expect_status 2 env -u KUBERNETES_SERVICE_HOST "$AGENT" --check-config --desired-dir "$cm" --kube on
@@ -146,27 +183,51 @@ sleep 0.5
 
 # --- drift: False with the keys, never values; an Event; back to True ----------
 reset_requests
+next_second "$first_transition"
+since=$(now_utc)
 make_drift
 expect_condition False/ConfigDrifted
 condition_field message | grep -q 'ENROOT_MOUNT_HOME' && pass || fail "message: $(condition_field message)"
 pod_condition | grep -q "$SECRET" && fail "a value reached the condition" || pass
-[ "$(condition_field lastTransitionTime)" != "$first_transition" ] || [ "$first_transition" = "$(date -u +%FT%TZ)" ] &&
-        pass || fail "lastTransitionTime did not move with the status"
+transition_moved "True to False" "$first_transition" "$since"
 wait_for 5 sh -c "curl -sf '$CTL/events' | jq -e '.[] | select(.reason == \"ConfigDrifted\" and .type == \"Warning\" and .involvedObject.uid == \"$UID0\")' >/dev/null" &&
         pass || fail "no Warning Event: $(ctl GET /events)"
 ctl GET /events | grep -q "$SECRET" && fail "a value reached an Event" || pass
 other_conditions_survive
+# Only the message changes: the agent writes it, lastTransitionTime stays
+# (README: it changes only with the status).
 drift_transition=$(condition_field lastTransitionTime)
-sleep 1.1 # a second later: a new transition time would show
-make_drift maybe # the message changes, the status does not
-wait_for 5 sh -c "curl -sf '$CTL/pods/worker-0' | grep -q 'changed: ENROOT_MOUNT_HOME'" || true
-[ "$(condition_field lastTransitionTime)" = "$drift_transition" ] && pass ||
-        fail "lastTransitionTime moved without a status change"
+drift_message=$(condition_field message)
+next_second "$drift_transition"
+reset_requests
+make_more_drift
+message_changed() { [ "$(condition_field message)" != "$drift_message" ]; }
+if wait_for 5 message_changed; then pass; else
+        fail "the message did not change with the drift: $(condition_field message)"
+fi
+condition_field message | grep -q '99-aicr-defaults.env drifted (changed: NCCL_DEBUG)' && pass ||
+        fail "the new drift is not in the message: $(condition_field message)"
+expect_condition False/ConfigDrifted 1
+[ "$(patches)" = 1 ] && pass || fail "a new message, patches: $(requests)"
+transition_kept "a new message" "$drift_transition"
+next_second "$drift_transition"
+since=$(now_utc)
 make_current
 expect_condition True/ConfigCurrent
+transition_moved "False to True" "$drift_transition" "$since"
 wait_for 5 sh -c "curl -sf '$CTL/events' | jq -e '.[] | select(.reason == \"ConfigCurrent\" and .type == \"Normal\")' >/dev/null" &&
         pass || fail "no Normal Event on the way back: $(ctl GET /events | jq -c '[.[] | .reason]')"
 [ "$(ctl GET /events | jq length)" = 2 ] && pass || fail "events: $(ctl GET /events | jq -c '[.[] | .reason]')"
+# Only the reason changes (True/ConfigCurrent to True/CosmeticDifferencesOnly):
+# lastTransitionTime stays, and the way back too.
+current_transition=$(condition_field lastTransitionTime)
+next_second "$current_transition"
+make_cosmetic
+expect_condition True/CosmeticDifferencesOnly
+transition_kept "a new reason" "$current_transition"
+make_current
+expect_condition True/ConfigCurrent
+transition_kept "back to ConfigCurrent" "$current_transition"
 
 # --- 401 after a token rotation: re-read, one retry ------------------------------
 reset_requests
@@ -279,14 +340,20 @@ ctl POST /pods/worker-0/rewrite-conditions '[{"type":"Ready","status":"True"}]' 
 ctl POST /compact >/dev/null
 expect_condition True/ConfigCurrent 10
 requests | grep -q "^GET /api/v1/namespaces/$NS/pods/worker-0 200" && pass || fail "410 did not re-read the pod: $(requests)"
-# Watch failures back off too.
-reset_requests
-fault '{"match": {"watch": true}, "status": 500, "count": 3}'
+# Watch failures back off too: every watch fails for a window of 2 s, in
+# which the backoff (0.5-1 s, then 1-2 s, ...) allows 3 watch requests: the
+# one that replaces the closed watch at once and two retries.
+fault '{"match": {"watch": true}, "status": 500, "count": 1000}'
+mark=$(arrived) || mark=
 ctl POST /close-watches >/dev/null
 sleep 2
-[ "$(count_requests '.watch')" -le 3 ] && pass || fail "watch retries busy-loop: $(requests)"
-wait_for 15 sh -c "curl -sf '$CTL/requests' | jq -e 'map(select(.watch and .status == 200)) | length >= 1' >/dev/null" ||
-        sleep 0 # an open watch is logged only when it ends
+watches=$(arrived_since "$mark" '^[0-9]+ GET [^ ]*[?&]watch=')
+is_count "$mark" && is_count "$watches" && [ "$watches" -ge 1 ] && [ "$watches" -le 3 ] && pass ||
+        fail "failing watches: '$watches' watch requests in 2 s, expected 1 to 3: $(tail -n +$((${mark:-0} + 1)) "$WORK/arrivals" 2>&1 | cut -c1-120)"
+ctl DELETE /faults >/dev/null
+# The next retry (at most 4 s away, then 8 s) opens a watch that stays.
+watch_open() { curl -sf "$CTL/state" | jq -e '.watches >= 1' >/dev/null; }
+if wait_for 15 watch_open; then pass; else fail "no watch open after the 500s: $(ctl GET /state)"; fi
 ctl POST /pods/worker-0/rewrite-conditions '[{"type":"Ready","status":"True"}]' >/dev/null
 expect_condition True/ConfigCurrent 20
 
@@ -337,9 +404,12 @@ wait_for 5 grep -q 'Pod slurm/worker-0 is gone (404 Not Found)' "$WORK/agent3.lo
 metrics_served "404"
 stop_agent
 
-# No busy loop anywhere: the fake saw a bounded number of requests in all.
-total=$(ctl GET /state | jq -r '.requests // empty')
-[ -z "$total" ] || [ "$total" -lt 200 ] && pass || fail "$total API requests in all"
+# No busy loop anywhere: the fake saw a bounded number of requests in all,
+# counted from its arrivals file, which no reset above emptied.
+total=$(arrived) || total=
+is_count "$total" && [ "$total" -ge 1 ] && [ "$total" -lt 200 ] && pass ||
+        fail "'$total' API requests in all, expected 1 to 199"
+printf 'note: %s API requests in all\n' "$total" >&2
 grep -q "$SECRET" "$WORK/agent.log" "$WORK/agent2.log" && fail "a value reached the log" || pass
 
 finish

@@ -46,6 +46,14 @@ kube_pki "$WORK/sa" "$NS" rollout-token
 
 # --- the pods and the controller (rollout-lib.sh) ------------------------------
 . "$(dirname "$0")/rollout-lib.sh"
+# Almost every case replaces pods, which the stand-in controller does with
+# replace-node: without it the rollout would "pass" with no node replaced.
+if why=$(replace_node_unavailable); then skip no-time-namespace "$why"; fi
+# expect_replaced LABEL "NODE ... ": the controller replaced exactly these
+# nodes (each left DOWN by the preStop hook, then a new slurmd) since it started.
+expect_replaced() {
+        [ "$(replaced)" = "$2" ] && pass || fail "$1: nodes replaced: '$(replaced)', expected '$2'"
+}
 
 # start_pods "0:False 1:True ..." LOGIN-STATUS: worker pods slurm-worker-slinky-N
 # (Slurm node slinky-N) with that condition, one login pod; and the admission
@@ -147,6 +155,7 @@ start_controller
 rollout apply --trust-unprotected-conditions
 expect_rc 0 "apply --trust-unprotected-conditions"
 [ "$(deletes)" = "slurm-worker-slinky-1 slurm-worker-slinky-2 " ] && pass || fail "deleted with the opt-out: '$(deletes)'"
+expect_replaced "apply with the opt-out" "slinky-1 slinky-2 "
 grep -q -- '--trust-unprotected-conditions: every pod.s condition is believed' "$WORK/out" && pass ||
         fail "the opt-out is not said: $(head -3 "$WORK/out")"
 wait_for 10 all_idle && pass || fail "not back in service: $(sinfo -N -o '%N %T %E')"
@@ -194,6 +203,7 @@ rollout apply
 expect_rc 3 "apply with an old condition"
 grep -q 'incomplete: the unverified pods above were left alone' "$WORK/out" && pass || fail "apply says: $(tail -3 "$WORK/out")"
 [ "$(deletes)" = "slurm-worker-slinky-2 " ] && pass || fail "deleted with an old condition: '$(deletes)'"
+expect_replaced "apply with an old condition" "slinky-2 "
 [ "$(node_state slinky-1)" = IDLE ] && pass || fail "slinky-1 touched: $(node_state slinky-1) $(node_reason slinky-1)"
 wait_for 10 all_idle && pass || fail "not back in service: $(sinfo -N -o '%N %T %E')"
 stop_controller
@@ -228,6 +238,7 @@ start_controller
 rollout apply --exclude slinky-3
 expect_rc 0 "apply --exclude"
 [ "$(deletes)" = "slurm-worker-slinky-1 " ] && pass || fail "deletes with --exclude: '$(deletes)'"
+expect_replaced "apply --exclude" "slinky-1 "
 [ "$(node_reason slinky-3)" = "disk check by ops" ] && pass || fail "slinky-3 reason: $(node_reason slinky-3)"
 wait_for 10 node_is slinky-1 IDLE && pass || fail "slinky-1 not resumed: $(node_state slinky-1)"
 stop_controller
@@ -246,6 +257,7 @@ rollout apply --format json
 expect_rc 0 "apply with a running job"
 [ "$(deletes)" = "slurm-worker-slinky-1 slurm-worker-slinky-2 slurm-login-slinky-a " ] && pass ||
         fail "deleted: '$(deletes)'"
+expect_replaced "apply with a running job" "slinky-1 slinky-2 "
 first_delete=$(ctl GET /requests | jq '[.[] | select(.method == "DELETE") | .time] | min | floor')
 [ "$first_delete" -ge $((start + 2)) ] && pass || fail "a pod was deleted while the job ran ($first_delete vs $start)"
 jq -e '[.steps[] | select(.step == "wait-jobs" and .result == "done")] | length == 1' "$WORK/out" >/dev/null &&
@@ -270,6 +282,7 @@ expect_rc 3 "apply with a replacement that never gets Ready"
 grep -q 'Timed out waiting for the replacement of pod slurm-worker-slinky-1: still waiting for the new pod to be Ready\.' "$WORK/out" && pass ||
         fail "timeout message: $(cat "$WORK/out")"
 grep -q 'rollout status' "$WORK/out" && pass || fail "no hint at status/abort: $(cat "$WORK/out")"
+case " $(replaced)" in *" slinky-1 "*) pass ;; *) fail "the never-Ready pod's node was not replaced: '$(replaced)'" ;; esac
 rollout status --exclude slinky-3
 expect_rc 1 "status after a timeout"
 grep -q 'in progress' "$WORK/out" && pass || fail "status: $(cat "$WORK/out")"
@@ -302,6 +315,7 @@ expect_rc 0 "the second apply"
         fail "the second apply did not continue '$id': $(head -1 "$WORK/out")"
 [ "$(ctl GET /requests | jq '[.[] | select(.method == "DELETE" and (.path | endswith("slinky-0")))] | length')" = 1 ] &&
         pass || fail "slinky-0's pod deleted twice"
+expect_replaced "an interrupted apply and the second" "slinky-0 slinky-1 slinky-2 "
 wait_for 10 all_idle && pass || fail "not back in service: $(sinfo -N -o '%N %T %E')"
 stop_controller
 reset_nodes
@@ -321,6 +335,7 @@ rollout apply --format json
 expect_rc 0 "apply, all stale"
 [ "$(deletes)" = "slurm-worker-slinky-0 slurm-worker-slinky-1 slurm-worker-slinky-2 slurm-worker-slinky-3 slurm-login-slinky-a " ] &&
         pass || fail "all stale, deleted: '$(deletes)'"
+expect_replaced "apply, all stale" "slinky-0 slinky-1 slinky-2 slinky-3 "
 jq -e '[.pods[] | select(.verdict != "current")] | length == 0' "$WORK/out" >/dev/null && pass ||
         fail "not every pod current after apply: $(jq -c '[.pods[] | [.name, .verdict]]' "$WORK/out")"
 # the login pod goes only after every worker is back
@@ -343,6 +358,7 @@ case "$log" in
 *"resume: node slinky-0"*"replace: worker pod slurm-worker-slinky-1"*) pass ;;
 *) fail "rolling order: $log" ;;
 esac
+expect_replaced "rolling apply" "slinky-0 slinky-1 "
 wait_for 10 all_idle && pass || fail "not back in service: $(sinfo -N -o '%N %T %E')"
 stop_controller
 

@@ -3,7 +3,8 @@
  * Lint rules, one row each: the input file and its expected report live in
  * tests/data/lint/ (NAME.conf or NAME.env, and NAME.expected). Each row also
  * names the rule ids it must raise, so a reworded message cannot hide a lost
- * rule. UPDATE_EXPECTED=1 rewrites the .expected files (review the diff).
+ * rule. UPDATE_EXPECTED=1 rewrites the .expected files (review the diff); it
+ * is refused under CI (golden.h).
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 #include <cmocka.h>
 
 #include "fileio.h"
+#include "golden.h"
 #include "lint.h"
 #include "report.h"
 
@@ -85,7 +87,7 @@ static bool has_finding(const Lint *l, const char *want) {
 static void test_rows(void **state) {
         static const char *const extra[] = {"UCX_TLS", NULL};
         const LintOptions opts = {.job_scoped_extra = extra};
-        bool update = getenv("UPDATE_EXPECTED") != NULL;
+        bool update = golden_update_requested();
         unsigned failures = 0;
 
         for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {

@@ -2,9 +2,10 @@
 /*
  * Metrics and /status rendering. Each sample Report renders to a golden file
  * in tests/data/metrics/ (NAME.prom, and NAME.json for the status document);
- * UPDATE_EXPECTED=1 rewrites them (review the diff). Every rendering is also
- * checked by the real `promtool check metrics` (PROMTOOL, else the PATH),
- * which must accept it with no lint finding at all.
+ * UPDATE_EXPECTED=1 rewrites them (review the diff; refused under CI, see
+ * golden.h). Every rendering is also checked by the real `promtool check
+ * metrics` (PROMTOOL, else the PATH), which must accept it with no lint
+ * finding at all.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -22,6 +23,7 @@
 #include "unit-skip.h"
 
 #include "fileio.h"
+#include "golden.h"
 #include "metrics.h"
 
 extern char **environ;
@@ -235,7 +237,7 @@ static void expect_golden(const char *name, const char *got) {
         int r;
 
         (void) snprintf(path, sizeof path, "%s/metrics/%s", TEST_DATA_DIR, name);
-        if (getenv("UPDATE_EXPECTED")) {
+        if (golden_update_requested()) {
                 _cleanup_fclose_ FILE *f = fopen(path, "we");
 
                 assert_non_null(f);
