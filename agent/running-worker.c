@@ -12,6 +12,9 @@
 #include "running-worker.h"
 #include "timeutil.h"
 
+/* Threads of freed workers still inside a read. */
+static atomic_uint left_behind;
+
 struct RunningWorker {
         /* Set up before the thread starts and never changed: both threads
          * read them; only the thread uses mountinfo and memo. */
@@ -107,8 +110,10 @@ static void *worker_main(void *arg) {
         }
         orphaned = w->orphaned;
         (void) pthread_mutex_unlock(&w->lock);
-        if (orphaned)
+        if (orphaned) {
                 worker_destroy(w);
+                atomic_fetch_sub(&left_behind, 1);
+        }
         return NULL;
 }
 
@@ -275,6 +280,8 @@ RunningWorker *running_worker_free(RunningWorker *w) {
          * the worker if it does. */
         stuck = w->in_read;
         w->orphaned = stuck;
+        if (stuck)
+                atomic_fetch_add(&left_behind, 1);
         (void) pthread_cond_signal(&w->wake);
         (void) pthread_mutex_unlock(&w->lock);
 
@@ -320,4 +327,8 @@ bool running_worker_stalled(const RunningWorker *w) {
 
 const char *running_worker_path(const RunningWorker *w, size_t index) {
         return index < w->cfg.n_paths ? w->paths[index] : NULL;
+}
+
+unsigned running_worker_left_behind(void) {
+        return atomic_load(&left_behind);
 }

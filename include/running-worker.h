@@ -60,12 +60,14 @@ typedef struct RunningWorkerResult {
 typedef void (*RunningWorkerHandler)(RunningWorker *w, RunningWorkerResult *result, void *userdata);
 
 /* Starts the thread; a read that has not ended deadline_usec after it started
- * is reported STALLED (the daemon: RUNNING_WORKER_DEADLINE_USEC). cfg is copied (its on_file and userdata are the
- * worker's own; its mountinfo and memo are ignored: the worker keeps its
+ * is reported STALLED (the daemon: RUNNING_WORKER_DEADLINE_USEC). cfg is
+ * copied (its on_file and userdata are the worker's own; its mountinfo and memo are ignored: the worker keeps its
  * own). Returns 0, -EINVAL (a configuration running_read() would refuse),
  * -ENOMEM, or the -errno of creating the eventfd or the thread. */
 int running_worker_new(sd_event *e, const RunningConfig *cfg, uint64_t deadline_usec,
                        RunningWorkerHandler handler, void *userdata, RunningWorker **ret);
+/* Ends the thread. A thread stuck in a read is left behind (detached): it
+ * frees the worker if the read ever ends, and calls no handler. */
 RunningWorker *running_worker_free(RunningWorker *w);
 DEFINE_TRIVIAL_CLEANUP_FUNC(RunningWorker *, running_worker_free);
 
@@ -80,3 +82,8 @@ bool running_worker_busy(const RunningWorker *w);
 bool running_worker_stalled(const RunningWorker *w);
 /* The configured path at index (as given to running_worker_new()), or NULL. */
 const char *running_worker_path(const RunningWorker *w, size_t index);
+
+/* How many freed workers' threads are still stuck in a read, in the whole
+ * process. While one is, the process must not run its exit handlers (the
+ * thread could wake and use what they free): it ends with _exit(). */
+unsigned running_worker_left_behind(void);
