@@ -197,8 +197,8 @@ sleep 1.5
 [ "$(count_requests '(.watch | not)')" = 0 ] && pass || fail "steady state made requests: $(requests)"
 
 # --- an operator-style rewrite drops the condition: re-asserted once ------------
-# (how soon is the watch's latency, not a check here: a re-assertion put off
-# to a backoff shows as the fight's warning)
+# (how soon is not checked here: it is a latency, which only a benchmark can
+# bound on a known machine)
 reset_requests
 ctl POST /pods/worker-0/rewrite-conditions \
         '[{"type":"Ready","status":"True"},{"type":"SlurmNodeStateDrain","status":"True","reason":"","message":"maintenance"}]' >/dev/null
@@ -208,7 +208,6 @@ ctl GET /pods/worker-0 | jq -e '.status.conditions[] | select(.type == "SlurmNod
 # a negative check: no second patch in a window (a slow machine sends fewer)
 sleep 0.5
 [ "$(patches)" = 1 ] && pass || fail "re-assertion patches: $(requests)"
-grep -q 're-asserting it with a backoff' "$WORK/agent.log" && fail "one rewrite was taken for a fight: $(grep 'another writer' -i "$WORK/agent.log")" || pass
 
 # --- drift: False with the keys, never values; an Event; back to True ----------
 reset_requests
