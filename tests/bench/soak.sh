@@ -107,10 +107,12 @@ for _ in $(seq 1 1200); do
         sleep 0.05
 done
 [ -n "$PORT" ] || { cat "$WORK/agent.log" >&2; say "the agent did not start" >&2; exit 1; }
+ready=no
 for _ in $(seq 1 600); do
-        curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
+        curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && { ready=yes; break; }
         sleep 0.05
 done
+[ "$ready" = yes ] || { tail -20 "$WORK/agent.log" >&2; say "the agent serves but was not ready within 30 s" >&2; exit 1; }
 
 if [ "$mode" = yes ]; then
         check "the agent does not run under valgrind" grep -q vgpreload_memcheck "/proc/$AGENT_PID/maps"
