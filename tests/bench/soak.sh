@@ -119,7 +119,8 @@ if [ "$mode" = yes ]; then
 fi
 
 updates() { # FIRST COUNT
-        "$FLIP_BENCH" updates --dir "$WORK/cm" --first "$1" --count "$2" --alternate \
+        # The soak measures no latency: an update only has to arrive.
+        FLIP_BENCH_SEEN_TIMEOUT_S=60 "$FLIP_BENCH" updates --dir "$WORK/cm" --first "$1" --count "$2" --alternate \
                 --pause-ms "$pause_ms" \
                 --port "$PORT" --key enroot.conf="$WORK/src/enroot.conf" \
                 --key 99-aicr-defaults.env="$WORK/src/99-aicr-defaults.env" \
