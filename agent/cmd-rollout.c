@@ -1289,12 +1289,17 @@ int cmd_rollout(int argc, char **argv) {
                 r.applying = true;
                 k = apply(&r);
                 if (k < 0) {
+                        /* With the id: a node whose pod was deleted carries the
+                         * preStop hook's reason until the replacement is done,
+                         * and when no other node carries this rollout's reason,
+                         * only the id finds the rollout again. */
                         say(&r,
                             "Stopped. The nodes this rollout holds carry reasons starting with "
-                            "\"" ROLLOUT_REASON_PREFIX "%s\": `rollout status` shows them, "
-                            "`rollout apply` continues, `rollout abort` returns those not "
-                            "replaced.",
-                            r.id);
+                            "\"" ROLLOUT_REASON_PREFIX "%s\", or the preStop hook's: "
+                            "`rollout status --rollout-id %s` shows them, `rollout apply "
+                            "--rollout-id %s` continues, `rollout abort --rollout-id %s` returns "
+                            "those not replaced.",
+                            r.id, r.id, r.id, r.id);
                         return finish(&r, EXIT_ROLLOUT_FAILED,
                                       k == -ETIME ? "timed out" : "failed");
                 }
