@@ -91,7 +91,7 @@ start_pods() {
 rollout() { # ACTION ARGS...: stdout in $WORK/out, stderr in $WORK/err, sets RC
         RC=0
         PATH="$WORK/bin:$PATH" "$AGENT" rollout "$@" --kube-api "$API" --serviceaccount-dir "$WORK/sa" \
-                --namespace "$NS" --poll-interval 100 --jobs-timeout 30 >"$WORK/out" 2>"$WORK/err" || RC=$?
+                --namespace "$NS" --poll-interval 100 --pod-timeout 20 --jobs-timeout 30 >"$WORK/out" 2>"$WORK/err" || RC=$?
 }
 expect_rc() { # WANT LABEL
         if [ "$RC" = "$1" ]; then pass; else
