@@ -158,20 +158,23 @@ static int kube_request(Rollout *r, KubeVerb verb, const char *method, const cha
         return 0;
 }
 
-/* Logs a failed answer: the request, the code and the server's message. */
+/* Logs a failed answer: the request, the code, the server's message and,
+ * for 401 and 403, what to check. */
 static int answer_error(const Rollout *r, const char *method, const char *path,
                         const KubeResult *res) {
         KubeStatus st;
 
         kube_status_parse(res->body, res->body_len, &st);
-        return log_error_errno(-EIO, "%s %s%s: %ld %s: %s%s%s", method, r->api_url, path,
-                               res->status, st.reason[0] ? st.reason : "error",
-                               st.message[0] ? st.message : "no message",
-                               res->status == 401 || res->status == 403
-                                       ? ". The rollout needs list, get and delete on pods in "
-                                         "namespace "
-                                       : "",
-                               res->status == 401 || res->status == 403 ? r->namespace : "");
+        return log_error_errno(
+                -EIO, "%s %s%s: %ld %s: %s%s%s", method, r->api_url, path, res->status,
+                st.reason[0] ? st.reason : "error", st.message[0] ? st.message : "no message",
+                res->status == 401   ? ". The API server does not accept the credentials: the "
+                                       "token in --serviceaccount-dir, or kubectl proxy's "
+                                       "own login"
+                : res->status == 403 ? ". The rollout needs list, get and delete on pods in "
+                                       "namespace "
+                                     : "",
+                res->status == 403 ? r->namespace : "");
 }
 
 static int list_pods(Rollout *r, RolloutRole role) {
@@ -329,6 +332,22 @@ static int delete_pod(Rollout *r, const RolloutPod *p) {
                 return k;
         if (res.status == 404)
                 return 0; /* gone already: its replacement is what we wait for */
+        if (res.status == 409) {
+                KubeStatus st;
+
+                kube_status_parse(res.body, res.body_len, &st);
+                /* The name is another pod's now: the stale one was deleted
+                 * and replaced meanwhile (its controller, an operator). That
+                 * one is what we wait for, as after our own delete; it is
+                 * never deleted in its place. */
+                if (kube_status_is_uid_conflict(&st)) {
+                        say(r,
+                            "  pod %s was replaced meanwhile (the UID precondition failed: %s): "
+                            "waiting for the new pod",
+                            p->name, st.message);
+                        return 0;
+                }
+        }
         if (res.status != 200 && res.status != 202)
                 return answer_error(r, "DELETE", path, &res);
         return 0;
@@ -1270,12 +1289,17 @@ int cmd_rollout(int argc, char **argv) {
                 r.applying = true;
                 k = apply(&r);
                 if (k < 0) {
+                        /* With the id: a node whose pod was deleted carries the
+                         * preStop hook's reason until the replacement is done,
+                         * and when no other node carries this rollout's reason,
+                         * only the id finds the rollout again. */
                         say(&r,
                             "Stopped. The nodes this rollout holds carry reasons starting with "
-                            "\"" ROLLOUT_REASON_PREFIX "%s\": `rollout status` shows them, "
-                            "`rollout apply` continues, `rollout abort` returns those not "
-                            "replaced.",
-                            r.id);
+                            "\"" ROLLOUT_REASON_PREFIX "%s\", or the preStop hook's: "
+                            "`rollout status --rollout-id %s` shows them, `rollout apply "
+                            "--rollout-id %s` continues, `rollout abort --rollout-id %s` returns "
+                            "those not replaced.",
+                            r.id, r.id, r.id, r.id);
                         return finish(&r, EXIT_ROLLOUT_FAILED,
                                       k == -ETIME ? "timed out" : "failed");
                 }

@@ -269,7 +269,11 @@ static void call_finish(KubeCall *call, CURLcode result) {
         if (result != CURLE_OK) {
                 /* A stream the server ended mid-line, or any transport failure. */
                 r.error = call->too_large ? -EFBIG : error_from_curl(result);
-                r.error_detail = call->error[0] ? call->error : curl_easy_strerror(result);
+                /* libcurl would say "Failure writing output to destination" */
+                r.error_detail = call->too_large  ? "the answer holds an object larger than "
+                                                    "KUBE_MAX_OBJECT_BYTES (4 MiB)"
+                                 : call->error[0] ? call->error
+                                                  : curl_easy_strerror(result);
                 /* a stream that got its status line still counts under its code */
                 r.status = call->on_line ? status : 0;
         } else

@@ -204,10 +204,32 @@ void kube_status_from_json(const json_t *o, KubeStatus *ret) {
 }
 
 void kube_status_parse(const char *data, size_t len, KubeStatus *ret) {
+        static const char prefix[] = "not a Kubernetes Status: ";
         json_t *o = data && len > 0 ? parse_json(data, len, NULL) : NULL;
+        char start[KUBE_MAX_QUOTE_BYTES];
+        size_t n = 0;
 
         kube_status_from_json(o, ret);
-        json_decref(o);
+        if (o || !data || len == 0) {
+                json_decref(o);
+                return;
+        }
+        /* Not JSON: a proxy or load balancer in front of the API server
+         * answered (an HTML error page). Its start, on one line, says more
+         * than "no message"; whitespace runs become one space. */
+        for (size_t i = 0; i < len && n < sizeof start - sizeof prefix; i++) {
+                bool space =
+                        data[i] == ' ' || data[i] == '\n' || data[i] == '\r' || data[i] == '\t';
+
+                if (space && (n == 0 || start[n - 1] == ' '))
+                        continue;
+                start[n++] = space ? ' ' : data[i];
+        }
+        while (n > 0 && start[n - 1] == ' ')
+                n--;
+        memcpy(ret->message, prefix, sizeof prefix - 1);
+        kube_quote(start, n, ret->message + sizeof prefix - 1,
+                   sizeof ret->message - (sizeof prefix - 1));
 }
 
 bool kube_status_is_uid_conflict(const KubeStatus *s) {

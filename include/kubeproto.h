@@ -97,7 +97,10 @@ typedef struct KubeStatus {
 
 /* Reads a Status object (an error response body, or a watch ERROR event's
  * object). Anything else, including no body at all, gives an empty Status:
- * the HTTP code is then all there is to go on. Never fails. */
+ * the HTTP code is then all there is to go on; kube_status_parse() of a body
+ * that is not JSON (a proxy's HTML error page) gives one whose message is
+ * "not a Kubernetes Status: " and the body's start on one line, cleaned as
+ * any message. Never fails. */
 void kube_status_from_json(const json_t *o, KubeStatus *ret);
 void kube_status_parse(const char *data, size_t len, KubeStatus *ret);
 

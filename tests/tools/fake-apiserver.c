@@ -57,7 +57,8 @@
  * USEC is CLOCK_MONOTONIC in microseconds when the last byte of the request
  * was read (the same clock as any other process's on this host, so a
  * benchmark can subtract its own timestamps); FAULT is "-" or the injected
- * fault ("status:500", "retry-after:1", "delay:300", "drop", joined by ",");
+ * fault ("status:500", "retry-after:1", "delay:300", "drop", "body",
+ * "grace:5", "watch-event:not-json", joined by ",");
  * BODY is the request body on one line (newlines as spaces) or "-". The
  * request log on the control port is kept only from the answer on and is
  * capped; this file is neither.
@@ -80,7 +81,17 @@
  * ignored; application/json-patch+json and apply patches get 415; label
  * selectors are equality, existence and set terms ("k in (a,b)", "k notin
  * (a,b)"), field selectors metadata.name and metadata.namespace only;
- * DELETE removes a pod at once (no grace).
+ * DELETE removes a pod at once (no grace) unless a fault gives it
+ * grace_seconds: then, as the real server does for a pod bound to a node,
+ * metadata.deletionTimestamp (the end of the grace period) and
+ * deletionGracePeriodSeconds are set (MODIFIED, answered 200 with the pod),
+ * the pod stays visible, and it goes (DELETED) when the grace period ends;
+ * a DELETE of a terminating pod answers 200 with it unchanged. Of graceful
+ * deletion the fake does not model DeleteOptions.gracePeriodSeconds (ignored:
+ * the fault decides), the pod's terminationGracePeriodSeconds (the default
+ * grace), metadata.generation's increment, kubelet's part (containers
+ * stopping, Ready turning False, the phase; the pod goes at the end of the
+ * grace period, never earlier) and finalizers.
  *
  * For kubectl (get, wait, proxy) the fake also serves discovery in its
  * plain, unaggregated form and negotiates the answer's type from Accept.
@@ -172,9 +183,14 @@
 #define FAKE_MAX_EVENTS                1000u
 #define FAKE_MAX_FAULTS                64u
 #define FAKE_MAX_DELAY_MS              600000u
+/* A graceful deletion's grace period (the real server takes any; tests need seconds). */
+#define FAKE_MAX_GRACE_SECONDS         3600u
+/* An oversized watch event (watch_event "oversized"); the default size. */
+#define FAKE_MAX_WATCH_EVENT_BYTES     (12u * 1024u * 1024u)
+#define FAKE_DEFAULT_WATCH_EVENT_BYTES (5u * 1024u * 1024u)
 /* Events waiting to be sent to one watcher: a watcher that falls this far
  * behind is closed, as the real server closes slow watchers. */
-#define FAKE_MAX_WATCH_QUEUE_BYTES     (4u * 1024u * 1024u)
+#define FAKE_MAX_WATCH_QUEUE_BYTES     (16u * 1024u * 1024u)
 /* The real server picks 30 to 60 min (--min-request-timeout 1800). */
 #define FAKE_DEFAULT_WATCH_TIMEOUT_SEC 1800u
 #define FAKE_MAX_WATCH_TIMEOUT_SEC     86400u
@@ -1006,12 +1022,32 @@ static int validate_status(const json_t *status, PatchError *e) {
 /* ---------------------------------------------------------------------------
  * Faults */
 
+/* A malformed line a watch sends before its events. */
+typedef enum WatchEventFault {
+        WATCH_EVENT_NONE,
+        WATCH_EVENT_NOT_JSON,     /* a line that is not JSON */
+        WATCH_EVENT_UNKNOWN_TYPE, /* {"type":"SURPRISE","object":POD} */
+        WATCH_EVENT_OVERSIZED,    /* a MODIFIED pod padded to watch_event_bytes */
+        _WATCH_EVENT_MAX,
+} WatchEventFault;
+
+static const char *const watch_event_names[_WATCH_EVENT_MAX] = {
+        [WATCH_EVENT_NOT_JSON] = "not-json",
+        [WATCH_EVENT_UNKNOWN_TYPE] = "unknown-type",
+        [WATCH_EVENT_OVERSIZED] = "oversized",
+};
+
 typedef struct FaultAction {
         unsigned status;        /* 0: answer normally (after the delay) */
         int retry_after_sec;    /* -1: no Retry-After header */
         unsigned delay_ms;      /* before answering, or dropping */
         bool drop_connection;   /* close without an answer */
         char *reason, *message; /* override the Status's defaults */
+        char *body;             /* with status: this body instead of a Status */
+        char *content_type;     /* body's Content-Type (default text/plain) */
+        unsigned grace_seconds; /* DELETE of a pod: graceful deletion */
+        WatchEventFault watch_event;
+        unsigned watch_event_bytes; /* WATCH_EVENT_OVERSIZED: the line's size at least */
 } FaultAction;
 
 typedef struct Fault {
@@ -1025,7 +1061,9 @@ typedef struct Fault {
 static void fault_action_done(FaultAction *a) {
         free(a->reason);
         free(a->message);
-        a->reason = a->message = NULL;
+        free(a->body);
+        free(a->content_type);
+        a->reason = a->message = a->body = a->content_type = NULL;
 }
 
 static void fault_done(Fault *f) {
@@ -1053,6 +1091,18 @@ static json_t *fault_to_json(const Fault *f) {
                 json_object_set_new(o, "reason", json_string(f->action.reason));
         if (f->action.message)
                 json_object_set_new(o, "message", json_string(f->action.message));
+        if (f->action.body)
+                json_object_set_new(o, "body", json_string(f->action.body));
+        if (f->action.content_type)
+                json_object_set_new(o, "content_type", json_string(f->action.content_type));
+        if (f->action.grace_seconds > 0)
+                json_object_set_new(o, "grace_seconds", json_integer(f->action.grace_seconds));
+        if (f->action.watch_event != WATCH_EVENT_NONE)
+                json_object_set_new(o, "watch_event",
+                                    json_string(watch_event_names[f->action.watch_event]));
+        if (f->action.watch_event_bytes > 0)
+                json_object_set_new(o, "watch_event_bytes",
+                                    json_integer(f->action.watch_event_bytes));
         return o;
 }
 
@@ -1134,24 +1184,65 @@ static int fault_parse(json_t *o, Fault *ret, char **ret_error) {
                         r = dup_string_field(v, &f.action.reason);
                 else if (streq(key, "message"))
                         r = dup_string_field(v, &f.action.message);
+                else if (streq(key, "body"))
+                        r = dup_string_field(v, &f.action.body);
+                else if (streq(key, "content_type")) {
+                        r = dup_string_field(v, &f.action.content_type);
+                        /* a header value: no line breaks or other control bytes */
+                        for (const char *c = f.action.content_type; r >= 0 && *c; c++)
+                                if ((unsigned char) *c < ' ' || *c == 0x7f)
+                                        r = -EINVAL;
+                } else if (streq(key, "grace_seconds")) {
+                        r = get_uint(v, FAKE_MAX_GRACE_SECONDS, &f.action.grace_seconds);
+                        if (r >= 0 && f.action.grace_seconds == 0)
+                                r = -ERANGE;
+                } else if (streq(key, "watch_event")) {
+                        r = -EINVAL;
+                        for (unsigned w = 1; json_is_string(v) && w < _WATCH_EVENT_MAX; w++)
+                                if (streq(json_string_value(v), watch_event_names[w])) {
+                                        f.action.watch_event = (WatchEventFault) w;
+                                        r = 0;
+                                }
+                } else if (streq(key, "watch_event_bytes"))
+                        r = get_uint(v, FAKE_MAX_WATCH_EVENT_BYTES, &f.action.watch_event_bytes);
                 else
                         r = -EINVAL;
                 if (r < 0)
                         break;
         }
-        if (r >= 0 && f.action.status == 0 && f.action.delay_ms == 0 && !f.action.drop_connection)
+        if (r >= 0 && f.action.status == 0 && f.action.delay_ms == 0 && !f.action.drop_connection &&
+            f.action.grace_seconds == 0 && f.action.watch_event == WATCH_EVENT_NONE)
                 r = -EDOM;
+        /* A body replaces the Status of an injected error; the rest go with
+         * what they change, so that a fault never silently does nothing. */
+        if (r >= 0 &&
+            ((f.action.body && f.action.status == 0) || (f.action.content_type && !f.action.body) ||
+             ((f.action.grace_seconds || f.action.watch_event) &&
+              (f.action.status || f.action.drop_connection)) ||
+             (f.action.watch_event_bytes > 0 && f.action.watch_event != WATCH_EVENT_OVERSIZED)))
+                r = -ENOTUNIQ;
         if (r < 0) {
-                int n = r == -EDOM ? asprintf(ret_error, "a fault needs status, delay_ms or "
-                                                         "drop_connection")
+                int n = r == -EDOM ? asprintf(ret_error, "a fault needs status, delay_ms, "
+                                                         "drop_connection, grace_seconds or "
+                                                         "watch_event")
+                        : r == -ENOTUNIQ
+                                ? asprintf(ret_error,
+                                           "body needs status, content_type needs body, "
+                                           "grace_seconds and watch_event go without status "
+                                           "and drop_connection, watch_event_bytes with "
+                                           "watch_event \"oversized\"")
                         : r == -ENOMEM
                                 ? -1
                                 : asprintf(ret_error,
                                            "fault: bad or unknown key \"%s\" (keys: match {method, "
                                            "path, path_prefix, watch}, status 400-599, "
                                            "retry_after, count >= 1, delay_ms <= %u, "
-                                           "drop_connection, reason, message)",
-                                           key, FAKE_MAX_DELAY_MS);
+                                           "drop_connection, reason, message, body, "
+                                           "content_type, grace_seconds 1-%u, watch_event "
+                                           "not-json|unknown-type|oversized, "
+                                           "watch_event_bytes <= %u)",
+                                           key, FAKE_MAX_DELAY_MS, FAKE_MAX_GRACE_SECONDS,
+                                           FAKE_MAX_WATCH_EVENT_BYTES);
                 fault_done(&f);
                 return n < 0 ? -ENOMEM : -EINVAL;
         }
@@ -1183,8 +1274,9 @@ struct Server {
         bool stopping;
         bool need_run; /* a connection was resumed: run libmicrohttpd again at once */
 
-        json_t *pods; /* name -> Pod, in insertion order */
-        uint64_t rv;  /* last resourceVersion handed out */
+        json_t *pods;        /* name -> Pod, in insertion order */
+        json_t *terminating; /* name -> {"uid", "at"}: graceful deletions under way */
+        uint64_t rv;         /* last resourceVersion handed out */
         uint64_t compacted_rv;
         HistoryEntry history[FAKE_MAX_HISTORY];
         size_t history_first, n_history;
@@ -1391,6 +1483,38 @@ static enum MHD_Result queue_json(struct MHD_Connection *c, unsigned status, jso
                 }
         }
         ret = MHD_queue_response(c, status, resp);
+        MHD_destroy_response(resp);
+        return ret;
+}
+
+/* An injected answer with a body of the test's (an HTML page from a proxy,
+ * a truncated object): logged, then queued as it is. */
+static enum MHD_Result api_answer_raw(Request *r, unsigned status, const char *body,
+                                      const char *content_type, int retry_after_sec) {
+        struct MHD_Response *resp;
+        enum MHD_Result ret;
+
+        log_request(r->server, r, status, false);
+        resp = MHD_create_response_from_buffer(strlen(body), (void *) (uintptr_t) body,
+                                               MHD_RESPMEM_MUST_COPY);
+        if (!resp)
+                return MHD_NO;
+        if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                    content_type ? content_type : "text/plain; charset=utf-8") !=
+            MHD_YES) {
+                MHD_destroy_response(resp);
+                return MHD_NO;
+        }
+        if (retry_after_sec >= 0) {
+                char v[16];
+
+                snprintf(v, sizeof v, "%d", retry_after_sec);
+                if (MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, v) != MHD_YES) {
+                        MHD_destroy_response(resp);
+                        return MHD_NO;
+                }
+        }
+        ret = MHD_queue_response(r->connection, status, resp);
         MHD_destroy_response(resp);
         return ret;
 }
@@ -1602,6 +1726,34 @@ static void server_delete_pod(Server *s, const char *name) {
                 set_rv(gone, s->rv);
                 server_emit(s, "DELETED", gone);
         }
+}
+
+/* Graceful deletion, as the real server does it for a pod that is bound to a
+ * node: metadata.deletionTimestamp (when the grace period ends) and
+ * deletionGracePeriodSeconds are set at a new resourceVersion (MODIFIED), and
+ * the pod stays visible until then, when kubelet would have removed it
+ * (DELETED, run_timers). A terminating pod deleted again keeps its grace
+ * period. Returns the pod (borrowed). */
+static json_t *server_delete_gracefully(Server *s, json_t *pod, unsigned grace_seconds) {
+        json_t *meta = json_object_get(pod, "metadata");
+        uint64_t at = now_usec() + (uint64_t) grace_seconds * 1000000u;
+        time_t end = time(NULL) + (time_t) grace_seconds;
+        struct tm tm;
+        char stamp[32];
+
+        if (json_object_get(meta, "deletionTimestamp"))
+                return pod;
+        if (!gmtime_r(&end, &tm) || strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+                stamp[0] = '\0';
+        json_object_set_new(meta, "deletionTimestamp", json_string(stamp));
+        json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(grace_seconds));
+        json_object_set_new(
+                s->terminating, pod_name(pod),
+                json_pack("{s:s, s:I}", "uid", strempty(pod_uid(pod)), "at", (json_int_t) at));
+        s->rv++;
+        set_rv(pod, s->rv);
+        server_emit(s, "MODIFIED", pod);
+        return pod;
 }
 
 /* Replaces a pod's status (stolen, not NULL) at a new resourceVersion: MODIFIED. */
@@ -1852,6 +2004,9 @@ static void take_fault(Server *s, Request *r, const Route *rt) {
                 r->fault = f->action;
                 r->fault.reason = f->action.reason ? strdup(f->action.reason) : NULL;
                 r->fault.message = f->action.message ? strdup(f->action.message) : NULL;
+                r->fault.body = f->action.body ? strdup(f->action.body) : NULL;
+                r->fault.content_type =
+                        f->action.content_type ? strdup(f->action.content_type) : NULL;
                 f->hits++;
                 if (--f->count == 0) {
                         fault_done(f);
@@ -1978,6 +2133,52 @@ static bool too_large_rv(Server *s, Request *r, enum MHD_Result *ret) {
         return true;
 }
 
+/* A watch fault's malformed line, first in the stream: a line that is not
+ * JSON, an event of a type no server sends, or a MODIFIED event whose pod (the
+ * first the watch selects, else a made-up one) carries an annotation that
+ * makes the line watch_event_bytes long. */
+static void watch_queue_fault(Server *s, Request *r) {
+        _cleanup_(json_decrefp) json_t *pod = NULL;
+        const char *key;
+        json_t *p;
+
+        if (r->fault.watch_event == WATCH_EVENT_NOT_JSON) {
+                (void) strbuf_puts(&r->queue, "<html>this is not a watch event</html>\n");
+                return;
+        }
+        json_object_foreach(s->pods, key, p) if (watch_wants(r, p)) {
+                pod = json_deep_copy(p);
+                break;
+        }
+        if (!pod)
+                pod = json_pack("{s:s, s:s, s:{s:s, s:s}}", "kind", "Pod", "apiVersion", "v1",
+                                "metadata", "name", "no-such-pod", "namespace", s->namespace);
+        if (!pod)
+                return;
+        if (r->fault.watch_event == WATCH_EVENT_UNKNOWN_TYPE) {
+                watch_queue(r, "SURPRISE", pod);
+                return;
+        }
+        {
+                size_t n = r->fault.watch_event_bytes ? r->fault.watch_event_bytes
+                                                      : FAKE_DEFAULT_WATCH_EVENT_BYTES;
+                _cleanup_free_ char *pad = malloc(n + 1);
+                json_t *meta = json_object_get(pod, "metadata"), *ann;
+
+                if (!pad)
+                        return;
+                memset(pad, 'x', n);
+                pad[n] = '\0';
+                ann = json_object_get(meta, "annotations");
+                if (!json_is_object(ann)) {
+                        ann = json_object();
+                        json_object_set_new(meta, "annotations", ann);
+                }
+                json_object_set_new(ann, "fake-apiserver.test/padding", json_string(pad));
+                watch_queue(r, "MODIFIED", pod);
+        }
+}
+
 static enum MHD_Result api_watch(Server *s, Request *r) {
         const char *v;
         uint64_t rv = 0, timeout = FAKE_DEFAULT_WATCH_TIMEOUT_SEC;
@@ -2021,6 +2222,8 @@ static enum MHD_Result api_watch(Server *s, Request *r) {
          * sendInitialEvents waits for it and may end "Too large resource
          * version"; a list or get says so at once, see too_large_rv). */
         r->watch_rv = have_rv ? rv : s->rv;
+        if (r->has_fault && r->fault.watch_event != WATCH_EVENT_NONE)
+                watch_queue_fault(s, r);
         if (!have_rv) {
                 /* "" and "0": the current state as ADDED events, then changes */
                 const char *key;
@@ -2266,6 +2469,14 @@ static enum MHD_Result api_delete_pod(Server *s, Request *r, const Route *rt) {
                                               "UID in object meta: %s",
                                               rt->name, uid, strempty(pod_uid(pod))),
                                   -1);
+        if (r->has_fault && r->fault.grace_seconds > 0)
+                return api_answer(
+                        r, 200,
+                        json_incref(server_delete_gracefully(s, pod, r->fault.grace_seconds)), -1);
+        if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
+                /* terminating already: the real server keeps the running
+                 * grace period (only a shorter one would change it) */
+                return api_answer(r, 200, json_incref(pod), -1);
         gone = json_incref(pod);
         server_delete_pod(s, rt->name);
         set_rv(gone, s->rv);
@@ -2418,8 +2629,20 @@ static void log_arrival(Server *s, const Request *r) {
                 k = strbuf_printf(&b, "%sdelay:%u", sep, a->delay_ms);
                 sep = ",";
         }
-        if (k >= 0 && r->has_fault && a->drop_connection)
+        if (k >= 0 && r->has_fault && a->drop_connection) {
                 k = strbuf_printf(&b, "%sdrop", sep);
+                sep = ",";
+        }
+        if (k >= 0 && r->has_fault && a->body) {
+                k = strbuf_printf(&b, "%sbody", sep);
+                sep = ",";
+        }
+        if (k >= 0 && r->has_fault && a->grace_seconds > 0) {
+                k = strbuf_printf(&b, "%sgrace:%u", sep, a->grace_seconds);
+                sep = ",";
+        }
+        if (k >= 0 && r->has_fault && a->watch_event != WATCH_EVENT_NONE)
+                k = strbuf_printf(&b, "%swatch-event:%s", sep, watch_event_names[a->watch_event]);
         if (k >= 0)
                 k = strbuf_putc(&b, ' ');
         for (size_t i = 0; k >= 0 && i < r->body.len; i++) {
@@ -2836,6 +3059,9 @@ static enum MHD_Result api_process(Server *s, Request *r) {
                 log_request(s, r, 0, true);
                 return MHD_NO; /* libmicrohttpd closes the connection, no answer */
         }
+        if (r->has_fault && r->fault.status && r->fault.body)
+                return api_answer_raw(r, r->fault.status, r->fault.body, r->fault.content_type,
+                                      r->fault.retry_after_sec);
         if (r->has_fault && r->fault.status)
                 return api_answer(r, r->fault.status, fault_status(s, r, &rt),
                                   r->fault.retry_after_sec);
@@ -3008,8 +3234,26 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
  *                                      {"match":{"method","path","path_prefix",
  *                                      "watch"},"status","retry_after","count",
  *                                      "delay_ms","drop_connection","reason",
- *                                      "message"}; the next count matching
- *                                      API requests get it
+ *                                      "message","body","content_type",
+ *                                      "grace_seconds","watch_event",
+ *                                      "watch_event_bytes"}; the next count
+ *                                      matching API requests get it. Unknown
+ *                                      keys are refused. status (400-599)
+ *                                      answers a Status with the real server's
+ *                                      wording (reason, message override it),
+ *                                      or with "body" that body as it is, with
+ *                                      "content_type" (default text/plain), as
+ *                                      a proxy in front of the server answers
+ *                                      (a 502 text/html page); grace_seconds
+ *                                      makes a DELETE of a pod graceful (see
+ *                                      above); watch_event sends one malformed
+ *                                      line first in a watch stream, then the
+ *                                      stream goes on: "not-json", "unknown-type"
+ *                                      (type SURPRISE with a pod), "oversized"
+ *                                      (a MODIFIED pod padded by an annotation
+ *                                      to watch_event_bytes, default 5 MiB);
+ *                                      grace_seconds and watch_event go
+ *                                      without status and drop_connection
  *   GET    /faults, DELETE /faults     pending faults; clear them
  *   GET    /requests                   the API request log, oldest first:
  *                                      [{seq,time,method,path,query,
@@ -3410,6 +3654,7 @@ static void server_done(Server *s) {
         while (s->live)
                 request_free(s->live); /* only after the daemons are stopped */
         json_decref(s->pods);
+        json_decref(s->terminating);
         json_decref(s->requests);
         json_decref(s->events);
         json_decref(s->configmaps);
@@ -3429,6 +3674,25 @@ static void server_done(Server *s) {
  * (UINT64_MAX: none). */
 static uint64_t run_timers(Server *s, uint64_t now) {
         uint64_t next = UINT64_MAX;
+        const char *name;
+        json_t *t, *tmp;
+
+        /* Graceful deletions whose grace period ended: the pod goes, unless
+         * the name is another pod's by now. */
+        json_object_foreach_safe(s->terminating, tmp, name, t) {
+                uint64_t at = (uint64_t) json_integer_value(json_object_get(t, "at"));
+                json_t *pod = json_object_get(s->pods, name);
+
+                if (!pod || !streq(strempty(pod_uid(pod)), json_str(t, "uid"))) {
+                        json_object_del(s->terminating, name);
+                        continue;
+                }
+                if (now >= at) {
+                        server_delete_pod(s, name);
+                        json_object_del(s->terminating, name);
+                } else if (at < next)
+                        next = at;
+        }
 
         for (Request *r = s->live; r; r = r->next) {
                 if (r->delay_pending) {
@@ -3679,11 +3943,13 @@ int main(int argc, char **argv) {
                 return 1;
 
         s.pods = json_object();
+        s.terminating = json_object();
         s.requests = json_array();
         s.events = json_array();
         s.admission[0] = json_object();
         s.admission[1] = json_object();
-        if (!s.pods || !s.requests || !s.events || !s.admission[0] || !s.admission[1])
+        if (!s.pods || !s.terminating || !s.requests || !s.events || !s.admission[0] ||
+            !s.admission[1])
                 goto out;
         if (load_pods(&s, pods, namespace_given) < 0 ||
             (configmaps && load_configmaps(&s, configmaps) < 0)) {

@@ -161,6 +161,14 @@ static void test_status(void **state) {
         assert_string_equal(s.message, "");
         kube_status_parse("<html>", 6, &s);
         assert_string_equal(s.reason, "");
+        /* a proxy's error page: its start, on one line, is the message */
+        kube_status_parse("<html>\r\n<head><title>502 Bad Gateway</title></head>\n\n  <body>", 61,
+                          &s);
+        assert_int_equal(s.code, 0);
+        assert_string_equal(s.reason, "");
+        assert_string_equal(s.message, "not a Kubernetes Status: <html> <head><title>502 Bad "
+                                       "Gateway</title></head> <body>");
+        assert_false(kube_status_is_uid_conflict(&s));
         kube_status_parse("{\"code\":\"409\",\"reason\":1,\"message\":[]}", 38, &s);
         assert_int_equal(s.code, 0);
         assert_string_equal(s.reason, "");
