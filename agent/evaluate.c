@@ -4,7 +4,6 @@
 #include "diff.h"
 #include "evaluate.h"
 #include "lint.h"
-#include "running.h"
 
 DocType evaluate_doc_type(const char *key) {
         return endswith(key, ".env") ? DOC_ENV : DOC_CONF;

@@ -11,20 +11,6 @@
 #include "log.h"
 #include "volume.h"
 
-bool volume_version_is_valid(const char *name) {
-        size_t l;
-
-        if (!name)
-                return false;
-        l = strlen(name);
-        /* kubelet's ..data target is filepath.Base() of the directory it just
-         * made with os.MkdirTemp(dir, "..2006_01_02_15_04_05."): one component
-         * in DIR, starting with "..". Anything else would let a writer aim our
-         * reads somewhere else on the node. */
-        return l > 2 && l <= VOLUME_MAX_VERSION_LENGTH &&
-               startswith(name, VOLUME_RESERVED_PREFIX) && !strchr(name, '/');
-}
-
 /* A key names one file in the version directory, nothing else: the atomic
  * writer refuses keys that start with ".." (validatePath), and a '/' would
  * leave the directory we resolved. */

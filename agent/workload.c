@@ -4,7 +4,7 @@
 #include <time.h>
 
 #include "strbuf.h"
-#include "volume.h"
+#include "atomic-writer.h"
 #include "workload.h"
 
 static const char *const source_names[_WORKLOAD_SOURCE_MAX] = {

@@ -14,6 +14,13 @@
 #include "state.h"
 #include "strbuf.h"
 
+/* How long a read of the running view may take before the files it has
+ * not read are reported unreadable (running-worker.h): with -ETIMEDOUT for
+ * the one it waits for, -EINPROGRESS for the others. Reading a few small
+ * files takes well under a millisecond; a file system that takes seconds is
+ * hung, or is not where a configuration file belongs. */
+#define RUNNING_READ_DEADLINE_SEC 5
+
 /* One side of one file as parsed at the last evaluation, kept by the owner
  * between evaluations: a side whose bytes are the same as last time is not
  * parsed, hashed and linted again. Most evaluations change one side of one
@@ -21,7 +28,7 @@
  * evaluation's own CPU. Documents larger than EVAL_CACHE_MAX_BYTES are not
  * kept, so the cache never holds more than a few copies of a small file.
  * Zero-initialise; release with eval_cache_done(). */
-#define EVAL_CACHE_MAX_BYTES (64u * 1024u)
+#define EVAL_CACHE_MAX_BYTES      (64u * 1024u)
 
 typedef struct EvalCache {
         char *data; /* the bytes parsed, len of them; NULL: empty */

@@ -10,7 +10,7 @@
  *
  * One read at a time: running_worker_start() refuses (-EBUSY) while one is
  * outstanding, so reads stuck on a hung file system never pile up. A read
- * that has not returned RUNNING_READ_DEADLINE_SEC (running.h) after it started is
+ * that has not returned RUNNING_READ_DEADLINE_SEC (evaluate.h) after it started is
  * reported as STALLED, naming the path it waits for (NULL when it waits
  * elsewhere, on procfs say). It stays outstanding: a thread blocked in the
  * kernel cannot be cancelled, and a FUSE request its server has taken cannot
@@ -34,6 +34,7 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "evaluate.h"
 #include "macro.h"
 #include "running.h"
 

@@ -51,13 +51,6 @@
 #define RUNNING_DEFAULT_PROC_DIR    "/proc"
 #define RUNNING_DEFAULT_ROOT        "/"
 
-/* How long a read of the running view may take before the files it has
- * not read are reported unreadable (running-worker.h): with -ETIMEDOUT for
- * the one it waits for, -EINPROGRESS for the others. Reading a few small
- * files takes well under a millisecond; a file system that takes seconds is
- * hung, or is not where a configuration file belongs. */
-#define RUNNING_READ_DEADLINE_SEC   5
-
 /* Paths one call reads (the daemon's --file options are capped lower). */
 #define RUNNING_MAX_PATHS           64u
 /* The kernel keeps 15 bytes of a process name (TASK_COMM_LEN 16, NUL

@@ -27,23 +27,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atomic-writer.h"
 #include "macro.h"
 
 /* How often volume_read() starts over when the version directory vanishes
  * under it (kubelet removes the old version right after a flip). Two flips
  * within one read are already unusual: kubelet syncs a volume about once a
  * minute. */
-#define VOLUME_MAX_RETRIES        8u
+#define VOLUME_MAX_RETRIES 8u
 
 /* The most keys one read takes (the daemon's --file limit is lower). */
-#define VOLUME_MAX_KEYS           64u
-
-/* A ..data target is one directory name: at most NAME_MAX bytes. */
-#define VOLUME_MAX_VERSION_LENGTH 255u
-
-/* The data link and the prefix of every name kubelet reserves for itself. */
-#define VOLUME_DATA_LINK          "..data"
-#define VOLUME_RESERVED_PREFIX    ".."
+#define VOLUME_MAX_KEYS    64u
 
 typedef struct VolumeFile {
         char *key;  /* copy of the key asked for */
@@ -121,10 +115,6 @@ int volume_read(int dir_fd, const char *const *keys, size_t n_keys, size_t max_b
  * Fails with -EIDRM, -ENOLINK, -EXDEV, -ENAMETOOLONG as volume_read(), or
  * another -errno. Does not check that the version directory exists. */
 int volume_read_version(int dir_fd, char **ret_version);
-
-/* True when name could be a version id: one path component starting with
- * ".." other than "..", at most VOLUME_MAX_VERSION_LENGTH bytes. */
-bool volume_version_is_valid(const char *name);
 
 /* A short English phrase for the errors above whose strerror() would
  * mislead ("..data points outside the directory" for -EXDEV, ...), or NULL
