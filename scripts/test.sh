@@ -188,7 +188,7 @@ cell_valgrind() {
 cell_cppcheck() {
         need cppcheck
         cppcheck --quiet -j"$jobs" --enable=warning,performance,portability --error-exitcode=1 \
-                --inline-suppr -I include --suppress=missingIncludeSystem \
+                --inline-suppr $(printf -- "-I include/%s " basic model io cli daemon rollout) --suppress=missingIncludeSystem \
                 --suppress=memleak --suppress=resourceLeak agent/ include/
 }
 
