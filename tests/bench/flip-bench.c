@@ -979,7 +979,7 @@ static int run_latency(Args *a) {
                 die("out of memory");
 
         if (with_peer) {
-                /* the agent's mask (agent/watcher.c): no open, access, close_nowrite */
+                /* the agent's mask (agent/io/watcher.c): no open, access, close_nowrite */
                 static char opt_m[] = "-m", opt_e[] = "-e",
                             mask[] = "create,delete,moved_from,moved_to,modify,close_write,"
                                      "attrib,delete_self,move_self";

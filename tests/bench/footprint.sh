@@ -166,7 +166,7 @@ all_ms=$WALL_MS all_rss=$RSS_KIB
 startup "$AGENT" --version
 result "start aicr-enroot-agent --version" "$(printf %.3f "$WALL_MS")" ms \
         "peak RSS $RSS_KIB KiB (the front end, then the daemon's program)"
-# --check runs in the front end with libc alone (agent/front.c); lint and
+# --check runs in the front end with libc alone (agent/cli/front.c); lint and
 # diff need libjansson (JSON) and libcrypto (SHA-256); only the daemon needs
 # the rest
 result "not loading the daemon's libraries saves --check" \

@@ -25,13 +25,13 @@ make -s -j"$(nproc)" "${targets[@]}" >/dev/null
 
 # the sources each target is there to cover
 declare -A sources=(
-        [conf]="agent/shell.c agent/document.c agent/lint.c"
-        [env]="agent/document.c agent/lint.c"
-        [configmap]="agent/configmap.c"
-        [mountinfo]="agent/mountinfo.c"
-        [http]="agent/httpd-listen.c agent/check.c"
-        [kube]="agent/kubeproto.c agent/condition.c"
-        [slurm]="agent/slurm.c"
+        [conf]="agent/model/shell.c agent/model/document.c agent/model/lint.c"
+        [env]="agent/model/document.c agent/model/lint.c"
+        [configmap]="agent/model/configmap.c"
+        [mountinfo]="agent/model/mountinfo.c"
+        [http]="agent/io/httpd-listen.c agent/io/check.c"
+        [kube]="agent/model/kubeproto.c agent/model/condition.c"
+        [slurm]="agent/rollout/slurm.c"
 )
 
 out=${FUZZ_REPORT_OUT:-$(mktemp -d)}

@@ -34,7 +34,7 @@ grep -q 'COPY container/runtime-packages.txt' "$containerfile" && pass ||
 grep -q "COPY --from=build .*/aicr-enroot-agent /rootfs$entry\$" "$containerfile" && pass ||
         fail "the Containerfile does not install the agent at its ENTRYPOINT $entry"
 # The front end at the entry point finds the daemon's program through
-# ../libexec/aicr-enroot-agent from its own directory (agent/front.c).
+# ../libexec/aicr-enroot-agent from its own directory (agent/cli/front.c).
 daemon_path=$(dirname "$entry")/../libexec/aicr-enroot-agent/aicr-enroot-agentd
 daemon_path=$(realpath -m "$daemon_path")
 grep -q "COPY --from=build .*/aicr-enroot-agentd /rootfs$daemon_path\$" "$containerfile" && pass ||

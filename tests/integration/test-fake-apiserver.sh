@@ -122,7 +122,7 @@ smp() { # NAME JSON: strategic merge patch of pods/NAME/status
 }
 pod_rv() { ctl GET "/pods/$1" | jq -r .metadata.resourceVersion; }
 cond_types() { ctl GET "/pods/$1" | jq -c '[.status.conditions[].type]'; }
-agent_patch() { # STATUS REASON: the patch the agent sends (agent/condition.c)
+agent_patch() { # STATUS REASON: the patch the agent sends (agent/model/condition.c)
         printf '{"metadata":{"uid":"%s"},"status":{"conditions":[{"type":"EnrootConfigCurrent",' "$W0_UID"
         printf '"status":"%s","reason":"%s","message":"m-%s",' "$1" "$2" "$2"
         printf '"lastTransitionTime":"2026-02-01T00:00:00Z","lastProbeTime":"2026-02-01T00:00:00Z"}]}}'

@@ -10,7 +10,7 @@
 # refused, none left hanging, and the agent must accept again afterwards:
 # /healthz and --check answer.
 #
-# This guards two things in agent/httpd.c: libmicrohttpd takes its listening
+# This guards two things in agent/io/httpd.c: libmicrohttpd takes its listening
 # socket out of its epoll set at its connection limit and puts it back only
 # at the start of a later MHD_run(), so when every connection closes within
 # the run that reached the limit, the agent runs it once more (before, it

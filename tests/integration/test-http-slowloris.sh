@@ -10,7 +10,7 @@
 #
 # libmicrohttpd restarts its idle timeout at every byte, so on their own slow
 # clients could hold their connections for as long as they trickle.
-# agent/httpd.c shuts down every connection without a complete request
+# agent/io/httpd.c shuts down every connection without a complete request
 # HTTPD_REQUEST_DEADLINE_SEC (3 s) after it opened. Bounds asserted:
 # - every slow connection is closed by the server at its deadline: from 3 s
 #   (never before) to 4 s after it connected (the deadline, the timer's

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# The daemon's pod condition sync (agent/podsync.c) under the API server's
+# The daemon's pod condition sync (agent/io/podsync.c) under the API server's
 # faults that test-kube.sh does not inject: a first GET that fails (a proxy's
 # 502 HTML page), 401 again after the token was re-read, 429 without
 # Retry-After, 400 and 415 for the patch, 404 and 409 for an Event, and

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# agent/slurm.c and tests/tools/slurm-cluster.sh against a real Slurm: four
+# agent/rollout/slurm.c and tests/tools/slurm-cluster.sh against a real Slurm: four
 # slurmd on this machine, read through slurm-probe in both output formats;
 # drain with a reason, a running and a pending job, a pod replacement
 # (preStop DOWN, fresh boot time), resume, and nothing left running after stop.

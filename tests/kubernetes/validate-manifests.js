@@ -773,7 +773,12 @@ if (check(promRule, 'prometheusrule.yaml has a PrometheusRule')) {
 // admitted unless every match condition holds and a validation is false; an
 // evaluation error counts as a denial (failurePolicy: Fail). Both policies
 // decide every request.
-const header = (file) => fs.readFileSync(path.join(__dirname, '..', '..', 'include', file), 'utf8');
+// A header is in one of the layer folders include/LAYER/.
+const header = (file) => {
+        const top = path.join(__dirname, '..', '..', 'include');
+        const layer = fs.readdirSync(top).find((d) => fs.existsSync(path.join(top, d, file)));
+        return layer ? fs.readFileSync(path.join(top, layer, file), 'utf8') : '';
+};
 const define = (file, name) => {
         const m = header(file).match(new RegExp(`#define\\s+${name}\\s+"([^"]*)"`));
         return m ? m[1] : undefined;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * agent/slurm.c: the parsers on output recorded from Debian 12's Slurm 22.05
+ * agent/rollout/slurm.c: the parsers on output recorded from Debian 12's Slurm 22.05
  * (tests/data/slurm/, captured from tests/tools/slurm-cluster.sh) and on the
  * later JSON shapes, hostlists, and the command runner against fake
  * sinfo/squeue/scontrol scripts (mocks at the process boundary).
