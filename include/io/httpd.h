@@ -9,8 +9,9 @@
  *   GET|HEAD /metrics  Prometheus text format 0.0.4 (METRICS_CONTENT_TYPE)
  *   GET|HEAD /healthz  200 "ok": the loop is alive
  *   GET|HEAD /readyz   200 when ready, else 503; the body is one line saying
- *                      why. "?require=current": also 503 unless the pod is current
- *   GET|HEAD /status   application/json: metrics_render_status()
+ *                      why (readiness.h). "?require=current": also 503 unless
+ *                      the pod is current
+ *   GET|HEAD /status   application/json: status_json_render()
  *   other paths 404; other methods 405 with "Allow: GET, HEAD"; a request
  *   announcing a body (Content-Length, Transfer-Encoding) 413, body unread.
  *   libmicrohttpd itself refuses oversized headers (431) and request lines
@@ -79,8 +80,6 @@
 /* listen(2) backlog: the kernel caps it at net.core.somaxconn. A full
  * backlog drops a probe's SYN, which is resent only after a second. */
 #define HTTPD_LISTEN_BACKLOG             SOMAXCONN
-/* Longest readiness reason line (without the newline). */
-#define HTTPD_MAX_REASON_BYTES           512u
 
 /* Resource bounds; tests shrink them. */
 typedef struct HttpdLimits {
@@ -107,18 +106,11 @@ typedef struct HttpdSource {
          * process statistics itself (process_stats_read()). NULL: no agent metrics. */
         void (*get_counters)(void *userdata, MetricsCounters *ret);
         /* Optional. Decides readiness: appends one line (no newline) saying
-         * why to reason and returns true when ready. NULL: httpd_readiness()
+         * why to reason and returns true when ready. NULL: readiness_is_ready()
          * on get_report(). */
         bool (*is_ready)(void *userdata, bool require_current, StrBuf *reason);
         void *userdata;
 } HttpdSource;
-
-/* The default readiness rule, pure: ready when the first evaluation is done
- * and both sides are observable; with require_current, also only when the pod
- * is current. Appends one line to reason (at most HTTPD_MAX_REASON_BYTES),
- * e.g. "ready: pod current", "ready: pod drifted: enroot.conf drifted (2 keys)",
- * "not ready: the first evaluation has not completed yet". r may be NULL. */
-bool httpd_readiness(const Report *r, bool require_current, StrBuf *reason);
 
 typedef struct Httpd Httpd;
 

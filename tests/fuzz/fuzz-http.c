@@ -16,6 +16,7 @@
 #include "check.h"
 #include "httpd.h"
 #include "metrics.h"
+#include "status-json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -123,7 +124,7 @@ static void fuzz_label(char *key) {
         if (!utf8_valid(strbuf_str(&b)))
                 abort();
         strbuf_reset(&b);
-        if (metrics_render_status(&b, &r, NULL) >= 0) {
+        if (status_json_render(&b, &r, NULL) >= 0) {
                 j = json_loads(strbuf_str(&b), 0, NULL);
                 if (!j)
                         abort();

@@ -25,6 +25,7 @@
 #include "check.h"
 #include "httpd.h"
 #include "metrics.h"
+#include "readiness.h"
 
 /* How long a client waits for something the server must do: it only ends a
  * test that hangs (as a failure naming what was awaited), and no check
@@ -559,7 +560,7 @@ static void test_error_messages(void **state) {
 static void expect_readiness(const Report *r, bool require_current, bool ready, const char *line) {
         StrBuf b = STRBUF_INIT(4096);
 
-        assert_int_equal(httpd_readiness(r, require_current, &b), ready);
+        assert_int_equal(readiness_is_ready(r, require_current, &b), ready);
         assert_string_equal(strbuf_str(&b), line);
         strbuf_done(&b);
 }
@@ -610,8 +611,8 @@ static void test_readiness(void **state) {
                 (void) snprintf(key, sizeof key, "file-with-a-rather-long-name-%02zu.conf", i);
                 (void) file_init(many, i, key, FILE_INVALID);
         }
-        assert_false(httpd_readiness(many, true, &b));
-        assert_true(b.len <= HTTPD_MAX_REASON_BYTES);
+        assert_false(readiness_is_ready(many, true, &b));
+        assert_true(b.len <= READINESS_MAX_REASON_BYTES);
         assert_true(endswith(strbuf_str(&b), ", ..."));
         assert_null(strchr(strbuf_str(&b), '\n'));
         strbuf_done(&b);

@@ -25,6 +25,8 @@
 #include "fileio.h"
 #include "golden.h"
 #include "metrics.h"
+#include "process-stats.h"
+#include "status-json.h"
 
 extern char **environ;
 
@@ -226,7 +228,7 @@ static char *render(const Report *r, const MetricsCounters *c) {
 static char *render_status(const Report *r, const MetricsCounters *c) {
         StrBuf b = STRBUF_INIT(METRICS_MAX_BYTES);
 
-        assert_int_equal(metrics_render_status(&b, r, c), 0);
+        assert_int_equal(status_json_render(&b, r, c), 0);
         return strbuf_steal(&b);
 }
 
@@ -699,7 +701,7 @@ static void test_bounds(void **state) {
         assert_true(small.len <= 1000);
         strbuf_done(&small);
         small = STRBUF_INIT(1000);
-        assert_int_equal(metrics_render_status(&small, r, &sample_counters), -ENOBUFS);
+        assert_int_equal(status_json_render(&small, r, &sample_counters), -ENOBUFS);
         strbuf_done(&small);
 }
 

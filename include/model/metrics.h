@@ -1,21 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): what the daemon serves, rendered from the manager's Report.
+ * Layer 1 (pure): the Prometheus text exposition format 0.0.4 of the agent's
+ * state, rendered from the manager's Report, the agent's counters and the
+ * process statistics (a plain ProcessStats, which the caller reads:
+ * process-stats.h). The /status JSON document is status-json.h's.
  *
- * metrics_render() writes the Prometheus text exposition format 0.0.4,
- * metrics_render_status() the /status JSON document. Both borrow everything
- * they are given and never see a configuration value: only ConfigMap keys,
- * setting names, version ids, keyed content ids (never a plain hash of a
- * file), states and counts (the Report holds nothing else).
+ * Rendering borrows everything it is given and never sees a configuration
+ * value: only ConfigMap keys, setting names, version ids, keyed content ids
+ * (never a plain hash of a file), states and counts (the Report holds nothing
+ * else).
  *
  * Label values and JSON strings that come from file contents (setting names)
- * are made safe first: invalid UTF-8 becomes U+FFFD, anything longer than
- * METRICS_MAX_LABEL_BYTES is cut, and a value changed either way gets
- * "...#" and 16 hex digits of a hash of the original appended, so two
- * different names never collapse into one series.
- *
- * The one exception to "pure" is process_stats_read(), which reads /proc/self
- * for the process_* metrics; rendering itself does no I/O.
+ * are made safe first (metrics_safe_string()): invalid UTF-8 becomes U+FFFD,
+ * anything longer than METRICS_MAX_LABEL_BYTES is cut, and a value changed
+ * either way gets "...#" and 16 hex digits of a hash of the original
+ * appended, so two different names never collapse into one series.
  */
 #pragma once
 
@@ -70,7 +69,7 @@ typedef struct MetricsCounters {
         uint64_t evaluations[_TRIGGER_MAX];
         const char *watch_mode; /* borrowed: "inotify" or "poll"; NULL while no watch runs */
         const char *version;    /* borrowed, e.g. PACKAGE_VERSION; NULL renders "unknown" */
-        bool has_process;       /* process is filled (process_stats_read() succeeded) */
+        bool has_process;       /* process is filled (the statistics were read) */
         ProcessStats process;
         /* The pod condition; kube NULL when it is not kept (--kube off). */
         const KubeStats *kube;  /* borrowed */
@@ -120,32 +119,11 @@ void metrics_cache_done(MetricsCache *cache);
 int metrics_render_cached(StrBuf *out, MetricsCache *cache, const Report *r, uint64_t generation,
                           const MetricsCounters *c);
 
-/* Appends the /status JSON document (one object, newline-terminated):
- *   {"pod", "evaluated", "evaluated_at", "desired_version",
- *    "observable": {"desired", "running"},
- *    "agent": {"version", "watch_mode", "evaluations": {TRIGGER: n}},
- *    "kube": {"condition_synced", "stopped", "last_success",
- *             "requests": [{"verb", "code", "count"}]},       (only when kept)
- *    "files": [{"key", "running_path", "state", "since", "detail",
- *               "superseded", "mount_version",
- *               "version": {"desired", "running"},  (the ConfigMap version
- *                                                    directory; null: not read, unknown)
- *               "content_id": {"desired", "running"}, (keyed, per process;
- *                                                    null for a side not read)
- *               "lint": {"desired": {"errors", "warnings"}, "running": ...},
- *               "drift_since", "drifted_keys",
- *               "changes": [{"key", "change", "effective"}],
- *               "changes_omitted"}]}
- * Times are RFC 3339 UTC strings, or null. r and c may be NULL as above.
- * Returns 0, -ENOBUFS, -ENOMEM. */
-int metrics_render_status(StrBuf *out, const Report *r, const MetricsCounters *c);
+/* Replaces out's contents with s made valid UTF-8 and at most max_bytes long
+ * (plus the "...#HASH" tag when anything was changed); out's data is non-NULL
+ * even for "". Returns 0, -ENOBUFS (out's cap crossed), -ENOMEM. */
+int metrics_safe_string(StrBuf *out, const char *s, size_t max_bytes);
 
-/* Reads this process's statistics: CPU time from getrusage(), memory from
- * /proc/self/statm, the descriptors from /proc/self/fd, the limits from
- * getrlimit(), the start time from /proc/self/stat (once: it never changes).
- * Fills *ret only when every field was read. Never logs. Keeps two
- * descriptors open (close-on-exec) for the next call; open_fds leaves them
- * out.
- * Returns 0, or -errno from the reads, -EBADMSG when a /proc file does not
- * parse. */
-int process_stats_read(ProcessStats *ret);
+/* A KubeStats series' code as a label value: "200", "error" (no answer) or
+ * "other" (past KUBE_MAX_STAT_SERIES). Returns buf or a static string. */
+const char *metrics_kube_code(long code, char buf[static 24]);

@@ -1,20 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include <dirent.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <jansson.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <time.h>
+#include <stdio.h>
 
-#include "fileio.h"
 #include "metrics.h"
 #include "utf8.h"
-
-/* /proc/self/stat is one line; comm is at most 16 bytes (TASK_COMM_LEN). */
-#define PROC_SELF_STAT_MAX_BYTES 4096u
-/* /proc/stat grows with CPUs and interrupts: a few hundred KiB on the largest nodes. */
-#define PROC_STAT_MAX_BYTES      (4u * 1024u * 1024u)
 
 static const char *const trigger_names[_TRIGGER_MAX] = {
         [TRIGGER_STARTUP] = "startup",   [TRIGGER_INOTIFY] = "inotify",
@@ -50,9 +39,7 @@ static uint64_t fnv1a64(const char *s) {
         return h;
 }
 
-/* Replaces out's contents with s made valid UTF-8 and at most max_bytes long
- * (plus the "...#HASH" tag when anything was changed). */
-static int safe_string(StrBuf *out, const char *s, size_t max_bytes) {
+int metrics_safe_string(StrBuf *out, const char *s, size_t max_bytes) {
         const unsigned char *p = (const unsigned char *) s;
         size_t left = strlen(s);
         bool altered = false;
@@ -95,7 +82,7 @@ typedef struct Label {
 
 typedef struct Renderer {
         StrBuf *out;
-        StrBuf scratch; /* safe_string() result */
+        StrBuf scratch; /* metrics_safe_string() result */
 } Renderer;
 
 /* Appends each string in turn; stops at the first error. The renderer
@@ -118,7 +105,7 @@ static int put_family(Renderer *w, const char *name, const char *type, const cha
 }
 
 /* Whether s can go out as it is: printable ASCII with nothing to escape,
- * at most max_bytes long (what safe_string() and put_escaped() would leave
+ * at most max_bytes long (what metrics_safe_string() and put_escaped() would leave
  * unchanged). */
 static bool is_plain_label_value(const char *s, size_t max_bytes) {
         size_t n = 0;
@@ -166,7 +153,7 @@ static int put_sample(Renderer *w, const char *name, const Label *labels, size_t
                         r = strbuf_puts(w->out, v);
                 else {
                         if (r >= 0)
-                                r = safe_string(&w->scratch, v, METRICS_MAX_LABEL_BYTES);
+                                r = metrics_safe_string(&w->scratch, v, METRICS_MAX_LABEL_BYTES);
                         if (r >= 0)
                                 r = put_escaped(w->out, strbuf_str(&w->scratch));
                 }
@@ -374,8 +361,7 @@ static int render_config(Renderer *w, const Report *r) {
         return k;
 }
 
-/* "200", "error" (no answer) or "other" (past KUBE_MAX_STAT_SERIES). */
-static const char *kube_code(long code, char buf[static 24]) {
+const char *metrics_kube_code(long code, char buf[static 24]) {
         if (code == 0)
                 return "error";
         if (code < 0)
@@ -394,7 +380,7 @@ static int render_kube(Renderer *w, const MetricsCounters *c) {
         for (size_t i = 0; i < s->n_series && k >= 0; i++) {
                 char code[24];
                 Label l[] = {{"verb", kube_verb_to_string(s->series[i].verb)},
-                             {"code", kube_code(s->series[i].code, code)}};
+                             {"code", metrics_kube_code(s->series[i].code, code)}};
 
                 if (s->series[i].count > 0)
                         k = put_sample(w, "aicr_enroot_agent_kube_requests_total", l, ELEMENTSOF(l),
@@ -545,457 +531,4 @@ int metrics_render_cached(StrBuf *out, MetricsCache *cache, const Report *r, uin
                 k = render_counters(&w, c);
         strbuf_done(&w.scratch);
         return k;
-}
-
-/* ---------------------------------------------------------------------------
- * The /status document. */
-
-typedef struct JsonOut {
-        StrBuf *out;
-        int error;
-} JsonOut;
-
-static int json_put(const char *buffer, size_t size, void *userdata) {
-        JsonOut *o = userdata;
-        int r = strbuf_append(o->out, buffer, size);
-
-        if (r < 0) {
-                o->error = r;
-                return -1;
-        }
-        return 0;
-}
-
-/* Sets o[key] = v, stealing v; -ENOMEM when v is NULL (a failed constructor). */
-static int set(json_t *o, const char *key, json_t *v) {
-        if (!v)
-                return -ENOMEM;
-        return json_object_set_new(o, key, v) < 0 ? -ENOMEM : 0;
-}
-
-static json_t *safe_json_string(StrBuf *scratch, const char *s, size_t max_bytes) {
-        if (!s)
-                return json_null();
-        if (safe_string(scratch, s, max_bytes) < 0)
-                return NULL;
-        return json_string(strbuf_str(scratch));
-}
-
-static json_t *time_json(uint64_t usec) {
-        struct tm tm;
-        time_t t;
-        char buf[64];
-
-        if (usec == 0)
-                return json_null();
-        t = (time_t) (usec / 1000000u);
-        if (!gmtime_r(&t, &tm) || strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-                return json_null();
-        return json_string(buf);
-}
-
-static json_t *file_json(const FileReport *f, StrBuf *scratch) {
-        _cleanup_(json_decrefp) json_t *o = json_object(), *ids = json_object(),
-                                       *versions = json_object(), *lint = json_object(),
-                                       *changes = json_array();
-        int r;
-
-        if (!o || !ids || !versions || !lint || !changes)
-                return NULL;
-
-        for (Side s = 0; s < _SIDE_MAX; s++) {
-                json_t *l = json_null();
-
-                r = set(ids, side_to_string(s),
-                        f->read[s] && f->content_id[s][0] ? json_string(f->content_id[s])
-                                                          : json_null());
-                if (r < 0)
-                        return NULL;
-                r = set(versions, side_to_string(s),
-                        safe_json_string(scratch, f->read[s] ? f->version[s] : NULL,
-                                         METRICS_MAX_LABEL_BYTES));
-                if (r < 0)
-                        return NULL;
-                if (f->read[s])
-                        l = json_pack("{s:I,s:I}", "errors",
-                                      (json_int_t) f->lint[s][SEVERITY_ERROR], "warnings",
-                                      (json_int_t) f->lint[s][SEVERITY_WARNING]);
-                if (set(lint, side_to_string(s), l) < 0)
-                        return NULL;
-        }
-        for (size_t i = 0; i < f->n_changes; i++) {
-                const KeyChange *c = &f->changes[i];
-                json_t *key = safe_json_string(scratch, c->key, METRICS_MAX_LABEL_BYTES);
-
-                if (!key)
-                        return NULL;
-                if (json_array_append_new(changes, json_pack("{s:o,s:s,s:b}", "key", key, "change",
-                                                             diff_change_to_string(c->change),
-                                                             "effective", (int) c->effective)) < 0)
-                        return NULL;
-        }
-
-        if (set(o, "key", safe_json_string(scratch, file_key(f), METRICS_MAX_LABEL_BYTES)) < 0 ||
-            set(o, "running_path", safe_json_string(scratch, f->running_path, METRICS_MAX_BYTES)) <
-                    0 ||
-            set(o, "state", json_string(file_state_to_string(f->state) ?: "unknown")) < 0 ||
-            set(o, "since", time_json(f->state_since_usec)) < 0 ||
-            set(o, "detail", safe_json_string(scratch, f->detail, METRICS_MAX_BYTES)) < 0 ||
-            set(o, "superseded", json_boolean(f->superseded)) < 0 ||
-            set(o, "mount_version",
-                safe_json_string(scratch, f->mount_version, METRICS_MAX_LABEL_BYTES)) < 0 ||
-            set(o, "version", json_incref(versions)) < 0 ||
-            set(o, "content_id", json_incref(ids)) < 0 || set(o, "lint", json_incref(lint)) < 0 ||
-            set(o, "drift_since",
-                f->state == FILE_DRIFTED ? time_json(f->drift_since_usec) : json_null()) < 0 ||
-            set(o, "drifted_keys", json_integer((json_int_t) f->n_drifted_keys)) < 0 ||
-            set(o, "changes", json_incref(changes)) < 0 ||
-            set(o, "changes_omitted", json_integer((json_int_t) f->n_changes_dropped)) < 0)
-                return NULL;
-        return TAKE_PTR(o);
-}
-
-/* What the agent knows of the workload containers (workload.h). */
-static json_t *workload_json(const Workload *w, StrBuf *scratch) {
-        _cleanup_(json_decrefp) json_t *o = json_object(), *list = json_array();
-
-        if (!o || !list)
-                return NULL;
-        for (size_t i = 0; w && i < w->n_containers; i++) {
-                const WorkloadContainer *c = &w->containers[i];
-                _cleanup_(json_decrefp) json_t *one = json_object();
-
-                if (!one ||
-                    set(one, "name", safe_json_string(scratch, c->name, METRICS_MAX_LABEL_BYTES)) <
-                            0 ||
-                    set(one, "running", json_boolean(c->running)) < 0 ||
-                    set(one, "container_id",
-                        safe_json_string(scratch, c->container_id, METRICS_MAX_LABEL_BYTES)) < 0 ||
-                    set(one, "started_at", c->running ? time_json(c->started_usec) : json_null()) <
-                            0 ||
-                    set(one, "version",
-                        safe_json_string(scratch, c->version, METRICS_MAX_LABEL_BYTES)) < 0 ||
-                    set(one, "known_from",
-                        c->version ? json_string(workload_source_to_string(c->source))
-                                   : json_null()) < 0 ||
-                    json_array_append_new(list, json_incref(one)) < 0)
-                        return NULL;
-        }
-        if (set(o, "pod_read", json_boolean(w != NULL)) < 0 ||
-            set(o, "problem", safe_json_string(scratch, w ? w->problem : NULL, METRICS_MAX_BYTES)) <
-                    0 ||
-            set(o, "containers", json_incref(list)) < 0)
-                return NULL;
-        return TAKE_PTR(o);
-}
-
-static json_t *status_json(const Report *r, const MetricsCounters *c, StrBuf *scratch) {
-        static const Report empty = {.pod = POD_UNKNOWN};
-        _cleanup_(json_decrefp) json_t *o = json_object(), *files = json_array(),
-                                       *observable = json_object();
-
-        if (!o || !files || !observable)
-                return NULL;
-        if (!r)
-                r = &empty;
-
-        for (Side s = 0; s < _SIDE_MAX; s++)
-                if (set(observable, side_to_string(s), json_boolean(r->observable[s])) < 0)
-                        return NULL;
-        for (size_t i = 0; i < r->n_files; i++)
-                if (json_array_append_new(files, file_json(&r->files[i], scratch)) < 0)
-                        return NULL;
-
-        if (set(o, "pod", json_string(pod_state_to_string(report_pod_state(r)))) < 0 ||
-            set(o, "evaluated", json_boolean(r->evaluated)) < 0 ||
-            set(o, "evaluated_at", r->evaluated ? time_json(r->evaluated_usec) : json_null()) < 0 ||
-            set(o, "desired_version",
-                safe_json_string(scratch, r->desired_version, METRICS_MAX_LABEL_BYTES)) < 0 ||
-            set(o, "observable", json_incref(observable)) < 0)
-                return NULL;
-
-        if (c) {
-                _cleanup_(json_decrefp) json_t *agent = json_object(), *evals = json_object();
-
-                if (!agent || !evals)
-                        return NULL;
-                for (EvalTrigger t = 0; t < _TRIGGER_MAX; t++)
-                        if (set(evals, eval_trigger_to_string(t),
-                                json_integer((json_int_t) c->evaluations[t])) < 0)
-                                return NULL;
-                if (set(agent, "version",
-                        safe_json_string(scratch, c->version, METRICS_MAX_LABEL_BYTES)) < 0 ||
-                    set(agent, "watch_mode",
-                        safe_json_string(scratch, c->watch_mode, METRICS_MAX_LABEL_BYTES)) < 0 ||
-                    set(agent, "evaluations", json_incref(evals)) < 0 ||
-                    set(o, "agent", json_incref(agent)) < 0)
-                        return NULL;
-        }
-        if (c && c->kube) {
-                _cleanup_(json_decrefp) json_t *kube = json_object(), *reqs = json_array();
-                const KubeStats *s = c->kube;
-
-                if (!kube || !reqs)
-                        return NULL;
-                for (size_t i = 0; i < s->n_series; i++) {
-                        char code[24];
-                        json_t *one = json_pack("{s:s, s:s, s:I}", "verb",
-                                                kube_verb_to_string(s->series[i].verb), "code",
-                                                kube_code(s->series[i].code, code), "count",
-                                                (json_int_t) s->series[i].count);
-                        if (!one || json_array_append_new(reqs, one) < 0)
-                                return NULL;
-                }
-                if (set(kube, "condition_synced", json_boolean(c->condition_synced)) < 0 ||
-                    set(kube, "stopped", json_boolean(c->condition_stopped)) < 0 ||
-                    set(kube, "last_success",
-                        s->last_success_usec > 0 ? time_json(s->last_success_usec) : json_null()) <
-                            0 ||
-                    set(kube, "requests", json_incref(reqs)) < 0 ||
-                    set(o, "kube", json_incref(kube)) < 0)
-                        return NULL;
-        }
-
-        if (r->workload_checked && set(o, "workload", workload_json(r->workload, scratch)) < 0)
-                return NULL;
-        if (set(o, "files", json_incref(files)) < 0)
-                return NULL;
-        return TAKE_PTR(o);
-}
-
-int metrics_render_status(StrBuf *out, const Report *r, const MetricsCounters *c) {
-        StrBuf scratch = STRBUF_INIT(METRICS_MAX_BYTES);
-        _cleanup_(json_decrefp) json_t *j = NULL;
-        JsonOut o = {.out = out};
-
-        j = status_json(r, c, &scratch);
-        strbuf_done(&scratch);
-        if (!j)
-                return -ENOMEM;
-        if (json_dump_callback(j, json_put, &o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
-                return o.error < 0 ? o.error : -ENOMEM;
-        return strbuf_putc(out, '\n');
-}
-
-/* ---------------------------------------------------------------------------
- * /proc/self: the only I/O in this module. */
-
-static int parse_u64(const char *s, uint64_t *ret) {
-        char *end;
-        unsigned long long v;
-
-        if (!s || *s < '0' || *s > '9')
-                return -EBADMSG;
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno != 0 || *end != '\0')
-                return -EBADMSG;
-        *ret = v;
-        return 0;
-}
-
-/* Boot time (CLOCK_REALTIME, seconds) from /proc/stat's "btime" line. It is
- * constant for the machine's uptime, so it is read once. */
-static int boot_time_seconds(uint64_t *ret) {
-        static uint64_t cached;
-        _cleanup_free_ char *data = NULL;
-        const char *p;
-        size_t len;
-        int r;
-
-        if (cached > 0) {
-                *ret = cached;
-                return 0;
-        }
-        r = read_file_at(AT_FDCWD, "/proc/stat", 0, PROC_STAT_MAX_BYTES, &data, &len);
-        if (r < 0)
-                return r;
-        for (p = data; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-                const char *v = startswith(p, "btime ");
-                char num[32];
-                size_t n;
-
-                if (!v)
-                        continue;
-                n = strcspn(v, "\n");
-                if (n == 0 || n >= sizeof num)
-                        return -EBADMSG;
-                memcpy(num, v, n);
-                num[n] = '\0';
-                r = parse_u64(num, &cached);
-                if (r < 0)
-                        return r;
-                *ret = cached;
-                return 0;
-        }
-        return -EBADMSG;
-}
-
-/* /proc/self/statm and /proc/self/fd stay open between scrapes: opening them
- * by path costs more than reading them (procfs builds a dentry for each
- * step). A read at offset 0 of the one, a look at the other, and procfs
- * produces them afresh. The process is single-threaded; children never
- * inherit them (close-on-exec). */
-static int proc_statm_fd = -EBADF;
-static DIR *proc_fd_dir;
-
-static int read_proc_statm(char *buf, size_t size) {
-        int r = -EIO;
-
-        for (int attempt = 0; attempt < 2; attempt++) {
-                ssize_t n;
-
-                if (proc_statm_fd < 0) {
-                        proc_statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-                        if (proc_statm_fd < 0)
-                                return negative_errno();
-                }
-                n = pread(proc_statm_fd, buf, size - 1, 0);
-                if (n >= 0 && (size_t) n < size - 1) {
-                        buf[n] = '\0';
-                        return 0;
-                }
-                if (n >= 0)
-                        return -EBADMSG;
-                /* whatever went wrong, a fresh descriptor is worth one try */
-                r = negative_errno();
-                closep(&proc_statm_fd);
-                proc_statm_fd = -EBADF;
-        }
-        return r;
-}
-
-static int count_open_fds(uint64_t *ret) {
-        struct dirent *de;
-        struct stat st;
-        uint64_t n = 0;
-
-        if (!proc_fd_dir) {
-                proc_fd_dir = opendir("/proc/self/fd");
-                if (!proc_fd_dir)
-                        return negative_errno();
-        }
-        /* Since Linux 6.2 the directory's size is the number of open
-         * descriptors, counted without listing them; before, it is 0. */
-        if (fstat(dirfd(proc_fd_dir), &st) == 0 && st.st_size > 0) {
-                n = (uint64_t) st.st_size - 1 - (proc_statm_fd >= 0);
-                *ret = n;
-                return 0;
-        }
-        rewinddir(proc_fd_dir);
-        errno = 0;
-        while ((de = readdir(proc_fd_dir))) {
-                int fd;
-
-                if (de->d_name[0] == '.')
-                        continue;
-                /* the two descriptors kept for reading these statistics are
-                 * not the agent's own */
-                fd = atoi(de->d_name);
-                if (fd == dirfd(proc_fd_dir) || fd == proc_statm_fd)
-                        continue;
-                n++;
-        }
-        if (errno != 0) {
-                int r = negative_errno();
-                (void) closedir(proc_fd_dir);
-                proc_fd_dir = NULL;
-                return r;
-        }
-        *ret = n;
-        return 0;
-}
-
-/* When this process started (CLOCK_REALTIME, µs): /proc/self/stat's field
- * 22 (clock ticks after boot) plus the boot time. It never changes, so it is
- * read once. */
-static int start_time_usec(uint64_t *ret) {
-        static uint64_t cached;
-        _cleanup_free_ char *stat = NULL;
-        uint64_t start = 0, btime;
-        char *s, *save = NULL;
-        unsigned field;
-        size_t len;
-        long tck;
-        int r;
-
-        if (cached > 0) {
-                *ret = cached;
-                return 0;
-        }
-        tck = sysconf(_SC_CLK_TCK);
-        if (tck <= 0)
-                return -EINVAL;
-        r = read_file_at(AT_FDCWD, "/proc/self/stat", 0, PROC_SELF_STAT_MAX_BYTES, &stat, &len);
-        if (r < 0)
-                return r;
-        /* "pid (comm) state ppid ...": comm may hold spaces and parentheses,
-         * so the fields start after the last ')', with field 3 (proc(5)
-         * numbers them from 1). */
-        s = strrchr(stat, ')');
-        if (!s)
-                return -EBADMSG;
-        field = 3;
-        for (char *tok = strtok_r(s + 1, " \n", &save); tok && field <= 22;
-             tok = strtok_r(NULL, " \n", &save), field++)
-                if (field == 22) {
-                        r = parse_u64(tok, &start);
-                        if (r < 0)
-                                return r;
-                }
-        if (field <= 22)
-                return -EBADMSG;
-        r = boot_time_seconds(&btime);
-        if (r < 0)
-                return r;
-        cached = btime * 1000000u + start * 1000000u / (uint64_t) tck;
-        *ret = cached;
-        return 0;
-}
-
-int process_stats_read(ProcessStats *ret) {
-        char statm[256];
-        ProcessStats p = {};
-        uint64_t size, resident;
-        struct rlimit rl;
-        struct rusage ru;
-        long page;
-        int r;
-
-        page = sysconf(_SC_PAGESIZE);
-        if (page <= 0)
-                return -EINVAL;
-
-        /* user and system time of every thread, to the microsecond */
-        if (getrusage(RUSAGE_SELF, &ru) < 0)
-                return negative_errno();
-        p.cpu_usec = (uint64_t) ru.ru_utime.tv_sec * 1000000u + (uint64_t) ru.ru_utime.tv_usec +
-                     (uint64_t) ru.ru_stime.tv_sec * 1000000u + (uint64_t) ru.ru_stime.tv_usec;
-
-        /* "size resident shared text lib data dt", in pages: far cheaper for
-         * the kernel to produce than /proc/self/stat */
-        r = read_proc_statm(statm, sizeof statm);
-        if (r < 0)
-                return r;
-        if (sscanf(statm, "%" SCNu64 " %" SCNu64, &size, &resident) != 2)
-                return -EBADMSG;
-        p.virtual_bytes = size * (uint64_t) page;
-        p.resident_bytes = resident * (uint64_t) page;
-
-        r = start_time_usec(&p.start_time_usec);
-        if (r < 0)
-                return r;
-
-        r = count_open_fds(&p.open_fds);
-        if (r < 0)
-                return r;
-        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-                return negative_errno();
-        p.max_fds = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t) rl.rlim_cur;
-        if (getrlimit(RLIMIT_AS, &rl) < 0)
-                return negative_errno();
-        p.virtual_max_bytes = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t) rl.rlim_cur;
-
-        *ret = p;
-        return 0;
 }
