@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "mountinfo-cache.h"
 #include "running-worker.h"
 #include "timeutil.h"
 

@@ -23,6 +23,7 @@
 
 #include "fileio.h"
 #include "macro.h"
+#include "root-open.h"
 #include "running.h"
 
 #define PROBE_DEFAULT_MAX_BYTES (1024u * 1024u)
@@ -85,7 +86,7 @@ static void print_view(const RunningView *v) {
         printf("view.warning=%s\n", v->warning ? v->warning : "");
         printf("view.pid=%d\n", (int) v->pid);
         printf("view.pidfd=%d\n", v->pidfd >= 0);
-        printf("view.resolve=%s\n", v->resolve == RUNNING_RESOLVE_WALK ? "walk" : "openat2");
+        printf("view.resolve=%s\n", v->resolve == ROOT_RESOLVE_WALK ? "walk" : "openat2");
         printf("view.mountinfo_error=%s\n", errno_name(v->mountinfo_error));
         printf("view.mountinfo_malformed=%zu\n", v->mountinfo_malformed);
         for (size_t i = 0; i < v->n_files; i++) {

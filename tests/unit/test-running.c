@@ -18,6 +18,9 @@
 #include "unit-skip.h"
 
 #include "macro.h"
+#include "mountinfo-cache.h"
+#include "process.h"
+#include "root-open.h"
 #include "running.h"
 
 #define MAX_BYTES 64u
@@ -190,8 +193,8 @@ static void assert_target_note(const RunningView *v, const char *name) {
         assert_string_equal(v->note, want);
 }
 
-static RunningResolve expected_resolve(void) {
-        return have_openat2() ? RUNNING_RESOLVE_OPENAT2 : RUNNING_RESOLVE_WALK;
+static RootResolve expected_resolve(void) {
+        return have_openat2() ? ROOT_RESOLVE_OPENAT2 : ROOT_RESOLVE_WALK;
 }
 
 /* The mountinfo cache read_view() passes, when a test sets one. */
@@ -389,174 +392,6 @@ static void test_bad_config(void **state) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Resolution in a root: the fallback walk must agree with the kernel */
-
-static void assert_same_open(int dfd, const char *path) {
-        _cleanup_close_ int a = -EBADF, b = -EBADF;
-        const RunningResolve unset = (RunningResolve) -1;
-        RunningResolve how = unset;
-        struct stat sa, sb;
-
-        print_message("path: \"%s\"\n", path);
-        a = running_open_in_root(dfd, path, O_RDONLY | O_NONBLOCK, &how);
-        b = running_open_in_root_walk(dfd, path, O_RDONLY | O_NONBLOCK);
-        /* written on success only */
-        assert_int_equal(how, a >= 0 ? expected_resolve() : unset);
-        if (a < 0 || b < 0) {
-                assert_int_equal(b, a);
-                return;
-        }
-        assert_int_equal(fstat(a, &sa), 0);
-        assert_int_equal(fstat(b, &sb), 0);
-        assert_true(sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
-        assert_int_equal(fcntl(b, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
-}
-
-static void test_walk_agrees(void **state) {
-        static const char *const paths[] = {
-                "/etc/enroot/enroot.conf",
-                "etc/enroot/enroot.conf",
-                "/etc/abs-link",
-                "/etc/up-link",
-                "/etc/rel-link",
-                "/etc/dir-link/enroot.conf",
-                "/etc/dir-link/",
-                "/etc/dir-link/../hostname",
-                "/../../../etc/hostname",
-                "/etc/./enroot/../hostname",
-                "/etc/enroot/..",
-                "/",
-                "",
-                "..",
-                "/etc/",
-                "/etc/loop",
-                "/etc/dangling",
-                "/etc/empty-link",
-                "/etc/missing",
-                "/etc/hostname/",
-                "/etc/hostname/x",
-                "/etc/abs-link/",
-                "/etc/fifo",
-        };
-
-        for (size_t i = 0; i < ELEMENTSOF(paths); i++)
-                assert_same_open(root_fd, paths[i]);
-}
-
-static void test_walk_limits(void **state) {
-        char name[32], target[32], *path;
-        size_t len;
-        int fd;
-
-        /* RUNNING_MAX_SYMLINKS: a chain of exactly that many links resolves,
-         * one more is a loop, for the kernel and for the walk alike */
-        for (unsigned i = 0; i <= RUNNING_MAX_SYMLINKS; i++) {
-                (void) snprintf(name, sizeof name, "etc/chain%u", i);
-                if (i == 0)
-                        strcpy(target, "hostname");
-                else
-                        (void) snprintf(target, sizeof target, "chain%u", i - 1);
-                assert_int_equal(symlinkat(target, root_fd, name), 0);
-        }
-        (void) snprintf(name, sizeof name, "/etc/chain%u", RUNNING_MAX_SYMLINKS - 1);
-        assert_same_open(root_fd, name);
-        fd = running_open_in_root_walk(root_fd, name, O_RDONLY);
-        assert_true(fd >= 0);
-        (void) close(fd);
-        (void) snprintf(name, sizeof name, "/etc/chain%u", RUNNING_MAX_SYMLINKS);
-        assert_same_open(root_fd, name);
-        assert_int_equal(running_open_in_root_walk(root_fd, name, O_RDONLY), -ELOOP);
-
-        /* RUNNING_MAX_DEPTH directory levels are held open, one more is refused */
-        path = malloc(2 * (RUNNING_MAX_DEPTH + 1) + 8);
-        assert_non_null(path);
-        len = 0;
-        for (unsigned i = 0; i < RUNNING_MAX_DEPTH + 1; i++) {
-                path[len++] = 'd';
-                path[len] = '\0';
-                assert_true(mkdirat(dir_fd, path, 0755) == 0 || errno == EEXIST);
-                path[len++] = '/';
-        }
-        strcpy(path + len, "f");
-        write_at(dir_fd, path, "deep\n");
-        /* "d/.../d/f" with RUNNING_MAX_DEPTH + 1 directories */
-        assert_int_equal(running_open_in_root_walk(dir_fd, path, O_RDONLY), -ENAMETOOLONG);
-        /* one level less: open d first, then the rest below it */
-        {
-                _cleanup_close_ int d = openat(dir_fd, "d", O_PATH | O_DIRECTORY | O_CLOEXEC);
-                assert_true(d >= 0);
-                fd = running_open_in_root_walk(d, path + 2, O_RDONLY);
-                assert_true(fd >= 0);
-                (void) close(fd);
-        }
-        free(path);
-
-        /* RUNNING_MAX_PATH_LENGTH: a longer path is refused before any lookup */
-        path = malloc(RUNNING_MAX_PATH_LENGTH + 1);
-        assert_non_null(path);
-        memset(path, '/', RUNNING_MAX_PATH_LENGTH);
-        path[RUNNING_MAX_PATH_LENGTH] = '\0';
-        assert_int_equal(running_open_in_root_walk(root_fd, path, O_RDONLY), -ENAMETOOLONG);
-        path[RUNNING_MAX_PATH_LENGTH - 1] = '\0'; /* "////...": the root itself */
-        fd = running_open_in_root_walk(root_fd, path, O_RDONLY | O_DIRECTORY);
-        assert_true(fd >= 0);
-        (void) close(fd);
-        free(path);
-
-        /* ... also once a link's target is spliced in (the kernel has no such
-         * limit: the walk refuses what openat2() would open) */
-        path = malloc(RUNNING_MAX_PATH_LENGTH);
-        assert_non_null(path);
-        strcpy(path, "etc/long-link");
-        len = strlen(path);
-        while (len + 2 + strlen("/enroot.conf") < RUNNING_MAX_PATH_LENGTH) {
-                memcpy(path + len, "/.", 2);
-                len += 2;
-        }
-        strcpy(path + len, "/enroot.conf");
-        if (have_openat2()) {
-                fd = running_open_in_root(root_fd, path, O_RDONLY, NULL);
-                assert_true(fd >= 0);
-                (void) close(fd);
-        }
-        assert_int_equal(running_open_in_root_walk(root_fd, path, O_RDONLY), -ENAMETOOLONG);
-        free(path);
-
-        assert_int_equal(running_open_in_root_walk(root_fd, "/etc/x", O_RDONLY | O_CREAT), -EINVAL);
-        assert_int_equal(running_open_in_root(root_fd, "/etc/x", O_RDONLY | O_CREAT, NULL),
-                         -EINVAL);
-}
-
-/* The walk reads a magic link as text inside the root; the kernel refuses
- * it (RESOLVE_NO_MAGICLINKS). Neither leaves the root. */
-static void test_magic_links(void **state) {
-        _cleanup_close_ int slash = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        _cleanup_close_ int fd = -EBADF;
-        struct stat a, b;
-
-        assert_true(slash >= 0);
-        if (have_openat2())
-                assert_int_equal(
-                        running_open_in_root(slash, "/proc/self/root/etc/passwd", O_RDONLY, NULL),
-                        -ELOOP);
-        fd = running_open_in_root_walk(slash, "/proc/self/root/etc/passwd", O_RDONLY);
-        assert_true(fd >= 0);
-        assert_int_equal(fstat(fd, &a), 0);
-        assert_int_equal(stat("/etc/passwd", &b), 0);
-        assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
-
-        /* inside a root, the text "/" of /proc/self/root is that root */
-        mkdirs_at(root_fd, "proc/self");
-        assert_int_equal(symlinkat("/", root_fd, "proc/self/root"), 0);
-        (void) close(fd);
-        fd = running_open_in_root_walk(root_fd, "/proc/self/root/etc/hostname", O_RDONLY);
-        assert_true(fd >= 0);
-        assert_int_equal(fstat(fd, &a), 0);
-        assert_int_equal(fstatat(root_fd, "etc/hostname", &b, 0), 0);
-        assert_true(a.st_ino == b.st_ino);
-}
-
-/* ------------------------------------------------------------------------ */
 /* Finding the process in a fake /proc */
 
 /* A fake process: comm, stat, status (its uids), and ns/user, a hard link
@@ -601,7 +436,7 @@ static void fake_process(int proc_fd, int pid, const char *comm, char state, int
 static void test_find_process_fake(void **state) {
         _cleanup_close_ int proc_fd = -EBADF;
         _cleanup_free_ char *proc = NULL;
-        char big[RUNNING_MAX_PROC_FILE_BYTES + 2];
+        char big[PROCESS_MAX_PROC_FILE_BYTES + 2];
         pid_t pid = 0;
 
         assert_true(asprintf(&proc, "%s/proc-find", dir) > 0);
@@ -609,7 +444,7 @@ static void test_find_process_fake(void **state) {
         proc_fd = open(proc, O_DIRECTORY | O_CLOEXEC);
         assert_true(proc_fd >= 0);
 
-        assert_int_equal(running_find_process(proc, "slurmd", 0, &pid), -ESRCH);
+        assert_int_equal(process_find(proc, "slurmd", 0, &pid), -ESRCH);
 
         fake_process(proc_fd, 1, "tini", 'S', 0);
         /* a helper forked by slurmd, under its name, with a lower PID (wrap-around) */
@@ -622,28 +457,28 @@ static void test_find_process_fake(void **state) {
         fake_process(proc_fd, 3, "a) Z 1 (b", 'S', 1);
         assert_int_equal(mkdirat(proc_fd, "self-not-a-pid", 0755), 0);
 
-        assert_int_equal(running_find_process(proc, "slurmd", 0, &pid), 0);
+        assert_int_equal(process_find(proc, "slurmd", 0, &pid), 0);
         assert_int_equal(pid, 9); /* parent is not slurmd, lowest of those */
-        assert_int_equal(running_find_process(proc, "a) Z 1 (b", 0, &pid), 0);
+        assert_int_equal(process_find(proc, "a) Z 1 (b", 0, &pid), 0);
         assert_int_equal(pid, 3);
-        assert_int_equal(running_find_process(proc, "tini", 0, &pid), 0);
+        assert_int_equal(process_find(proc, "tini", 0, &pid), 0);
         assert_int_equal(pid, 1);
-        assert_int_equal(running_find_process(proc, "slurm", 0, &pid), -ESRCH);
-        assert_int_equal(running_find_process(proc, "slurmdd", 0, &pid), -ESRCH);
+        assert_int_equal(process_find(proc, "slurm", 0, &pid), -ESRCH);
+        assert_int_equal(process_find(proc, "slurmdd", 0, &pid), -ESRCH);
 
         /* the kernel keeps 15 bytes of a name: a longer one matches on those */
         fake_process(proc_fd, 20, "slurmd-with-a-l", 'S', 1);
-        assert_int_equal(running_find_process(proc, "slurmd-with-a-long-name", 0, &pid), 0);
+        assert_int_equal(process_find(proc, "slurmd-with-a-long-name", 0, &pid), 0);
         assert_int_equal(pid, 20);
 
-        /* RUNNING_MAX_PROC_FILE_BYTES: a larger comm file is skipped */
+        /* PROCESS_MAX_PROC_FILE_BYTES: a larger comm file is skipped */
         memset(big, 'b', sizeof big - 1);
         big[sizeof big - 1] = '\0';
         fake_process(proc_fd, 30, "big", 'S', 1);
         write_at(proc_fd, "30/comm", big);
-        assert_int_equal(running_find_process(proc, big, 0, &pid), -ESRCH);
+        assert_int_equal(process_find(proc, big, 0, &pid), -ESRCH);
 
-        assert_int_equal(running_find_process("/nonexistent-proc", "slurmd", 0, &pid), -ENOENT);
+        assert_int_equal(process_find("/nonexistent-proc", "slurmd", 0, &pid), -ENOENT);
 
         /* A login pod: users can name a process "sshd", with lower PIDs than
          * the daemon's (a supervisor restart, PID wrap-around). */
@@ -653,30 +488,30 @@ static void test_find_process_fake(void **state) {
         fake_process(proc_fd, 41, "sshd", 'S', 40); /* one connection's */
         fake_process(proc_fd, 42, "bash", 'S', 41);
         fake_process(proc_fd, 43, "sshd", 'S', 42); /* root's, started from a session */
-        assert_int_equal(running_find_process(proc, "sshd", 0, &pid), 0);
+        assert_int_equal(process_find(proc, "sshd", 0, &pid), 0);
         assert_int_equal(pid, 40);
         /* the uid the deployment names */
-        assert_int_equal(running_find_process(proc, "sshd", 1000, &pid), 0);
+        assert_int_equal(process_find(proc, "sshd", 1000, &pid), 0);
         assert_int_equal(pid, 6);
-        assert_int_equal(running_find_process(proc, "sshd", 7, &pid), -ESRCH);
+        assert_int_equal(process_find(proc, "sshd", 7, &pid), -ESRCH);
 
         /* below a shell (an entrypoint script), a child of init is preferred
          * whatever the PIDs */
         fake_process(proc_fd, 50, "sh", 'S', 0);
         fake_process(proc_fd, 51, "munged", 'S', 50);
         fake_process(proc_fd, 60, "munged", 'S', 1);
-        assert_int_equal(running_find_process(proc, "munged", 0, &pid), 0);
+        assert_int_equal(process_find(proc, "munged", 0, &pid), 0);
         assert_int_equal(pid, 60);
 
         /* a status without uids is no process to trust */
         fake_process(proc_fd, 70, "nouid", 'S', 1);
         write_at(proc_fd, "70/status", "Name:\tnouid\n");
-        assert_int_equal(running_find_process(proc, "nouid", 0, &pid), -ESRCH);
+        assert_int_equal(process_find(proc, "nouid", 0, &pid), -ESRCH);
 
-        /* RUNNING_MAX_PROC_FILE_BYTES of status are read: a long Groups line
+        /* PROCESS_MAX_PROC_FILE_BYTES of status are read: a long Groups line
          * after Uid is no matter, a Uid line past them is not seen */
         {
-                char status[2 * RUNNING_MAX_PROC_FILE_BYTES + 64];
+                char status[2 * PROCESS_MAX_PROC_FILE_BYTES + 64];
                 size_t n;
 
                 fake_process(proc_fd, 80, "groups", 'S', 1);
@@ -686,16 +521,16 @@ static void test_find_process_fake(void **state) {
                         n += (size_t) snprintf(status + n, sizeof status - n, " %u", (unsigned) n);
                 status[n] = '\0';
                 write_at(proc_fd, "80/status", status);
-                assert_int_equal(running_find_process(proc, "groups", 0, &pid), 0);
+                assert_int_equal(process_find(proc, "groups", 0, &pid), 0);
                 assert_int_equal(pid, 80);
 
                 fake_process(proc_fd, 81, "late", 'S', 1);
-                memset(status, 'x', RUNNING_MAX_PROC_FILE_BYTES);
-                (void) snprintf(status + RUNNING_MAX_PROC_FILE_BYTES,
-                                sizeof status - RUNNING_MAX_PROC_FILE_BYTES,
+                memset(status, 'x', PROCESS_MAX_PROC_FILE_BYTES);
+                (void) snprintf(status + PROCESS_MAX_PROC_FILE_BYTES,
+                                sizeof status - PROCESS_MAX_PROC_FILE_BYTES,
                                 "\nUid:\t0\t0\t0\t0\n");
                 write_at(proc_fd, "81/status", status);
-                assert_int_equal(running_find_process(proc, "late", 0, &pid), -ESRCH);
+                assert_int_equal(process_find(proc, "late", 0, &pid), -ESRCH);
         }
 }
 
@@ -848,7 +683,7 @@ static void test_target_long_name(void **state) {
         pid_t a;
 
         (void) snprintf(long_name, sizeof long_name, "%s-with-a-long-name", unique_name("l"));
-        assert_true(strlen(long_name) > RUNNING_COMM_MAX);
+        assert_true(strlen(long_name) > PROCESS_COMM_MAX);
 
         /* PR_SET_NAME keeps the first 15 bytes, as execve() does with a file name */
         a = spawn(long_name, NULL, NULL, NULL);
@@ -856,7 +691,7 @@ static void test_target_long_name(void **state) {
                 _cleanup_(running_view_freep) RunningView *v = NULL;
                 pid_t found = 0;
 
-                assert_int_equal(running_find_process(NULL, long_name, getuid(), &found), 0);
+                assert_int_equal(process_find(NULL, long_name, getuid(), &found), 0);
                 assert_int_equal(found, a);
                 v = read_view(NULL, long_name, 0, paths, 1);
                 assert_int_equal(v->pid, a);
@@ -1542,9 +1377,6 @@ int main(void) {
                 cmocka_unit_test(test_running_root),
                 cmocka_unit_test(test_running_root_missing),
                 cmocka_unit_test(test_bad_config),
-                cmocka_unit_test(test_walk_agrees),
-                cmocka_unit_test(test_walk_limits),
-                cmocka_unit_test(test_magic_links),
                 cmocka_unit_test(test_find_process_fake),
                 cmocka_unit_test(test_target_fake_tree),
                 cmocka_unit_test(test_target_real),
