@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# Shared by the rollout tests (test-rollout.sh, test-docs.sh): sourced after
+# Shared by the rollout tests (test-rollout*.sh, test-docs.sh): sourced after
 # lib.sh, never run. Slinky-shaped pods for the fake API server, and a small
 # controller loop that stands in for Slinky's: when a worker pod is deleted
 # it runs the slurmd preStop hook and restarts that node's slurmd
@@ -163,3 +163,97 @@ stop_controller() {
 }
 # replaced: the nodes the controller replaced since it started, sorted, on one line.
 replaced() { sort "$WORK/controller.replaced" | tr '\n' ' '; }
+
+# --- what every rollout test starts with ----------------------------------------
+section() { echo "== $* (at ${SECONDS}s)" >&2; }
+
+# rollout_cluster_start: the tools the rollout tests need (jq, openssl, the
+# fake API server), a four-node Slurm cluster in $slurm with its environment
+# exported (skips when this machine cannot run one), and a service account
+# for namespace $NS in $WORK/sa (kube_pki). On exit the controller, the
+# background job $bg when set, the fake and the cluster are stopped.
+rollout_cluster_start() {
+        local rc=0
+        command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
+        command -v openssl >/dev/null || skip no-openssl "openssl is not installed (scripts/setup-deps.sh installs it)"
+        FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
+        CLUSTER="$TOP_SRCDIR/tests/tools/slurm-cluster.sh"
+        [ -x "$FAKE" ] || { echo "FAIL: $FAKE is not built" >&2; exit 1; }
+        export PATH=$PATH:/usr/sbin:/sbin
+        NS=slurm
+        slurm=$WORK/slurm
+        trap rollout_cleanup EXIT
+        bash "$CLUSTER" start "$slurm" 4 >"$WORK/cluster.env" 2>"$WORK/cluster.err" || rc=$?
+        [ "$rc" = 77 ] && skip no-slurm-cluster "$(sed -n 's/^slurm-cluster: SKIP: //p' "$WORK/cluster.err")"
+        [ "$rc" = 0 ] || { cat "$WORK/cluster.err" >&2; echo "FAIL: the Slurm cluster did not start" >&2; exit 1; }
+        set -a
+        . "$WORK/cluster.env"
+        set +a
+        kube_pki "$WORK/sa" "$NS" rollout-token
+}
+rollout_cleanup() {
+        stop_controller
+        [ -z "${bg:-}" ] || { kill "$bg" 2>/dev/null; wait "$bg" 2>/dev/null; } || true
+        stop_fake
+        bash "$CLUSTER" stop "$slurm" >/dev/null 2>&1 || true
+        rm -rf "$WORK"
+}
+
+# start_pods "0:False 1:True ..." LOGIN-STATUS: worker pods slurm-worker-slinky-N
+# (Slurm node slinky-N) with that condition, one login pod; and the admission
+# policies, bound an hour ago (seed_policies), unless NO_POLICIES is set.
+# With ARRIVALS set, the fake records every request's arrival in that file.
+start_pods() {
+        local spec w
+        stop_fake
+        {
+                echo '{"items": ['
+                for spec in $1; do
+                        w=${spec%%:*}
+                        worker_json "$w" "00000000-0000-0000-0000-00000000000$w" "${spec#*:}"
+                        echo ,
+                done
+                pod_json slurm-login-slinky-a 00000000-0000-0000-0000-0000000000aa login "$2"
+                echo ']}'
+        } >"$WORK/pods.json"
+        start_fake "$WORK/pods.json" --namespace "$NS" --rbac "$ROLLOUT_RBAC" --user "$ROLLOUT_USER" \
+                ${ARRIVALS:+--arrivals "$ARRIVALS"}
+        [ -n "${NO_POLICIES:-}" ] || seed_policies || fail "cannot seed the admission policies"
+}
+
+# rollout ACTION ARGS...: runs the rollout against the fake, stdout in
+# $WORK/out, stderr in $WORK/err, sets RC. POD_TIMEOUT (seconds, default 60)
+# bounds the wait for a replacement; SLURM_BIN, when set, is put first on
+# the rollout's PATH (wrappers around Slurm's commands).
+rollout() {
+        RC=0
+        PATH="${SLURM_BIN:+$SLURM_BIN:}$PATH" "$AGENT" rollout "$@" --kube-api "$API" \
+                --serviceaccount-dir "$WORK/sa" --namespace "$NS" --poll-interval 100 \
+                --pod-timeout "${POD_TIMEOUT:-60}" --jobs-timeout 30 >"$WORK/out" 2>"$WORK/err" || RC=$?
+}
+expect_rc() { # WANT LABEL
+        if [ "$RC" = "$1" ]; then pass; else
+                fail "$2: exit $RC, expected $1"$'\n'"$(cat "$WORK/out" "$WORK/err")"
+        fi
+}
+expect_said() { # FILE LABEL FIXED-STRING: the rollout said it
+        if grep -qF -- "$3" "$WORK/$1"; then pass; else
+                fail "$2: no '$3' in:"$'\n'"$(cat "$WORK/out" "$WORK/err")"
+        fi
+}
+
+# Slurm's view of the nodes, and the pods the rollout deleted.
+node_field() { scontrol --oneliner show node "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+node_state() { node_field "$1" State; }
+node_reason() { scontrol --oneliner show node "$1" | sed -n 's/.* Reason=\(.*\) \[.*/\1/p'; }
+node_is() { [ "$(node_state "$1")" = "$2" ]; }
+all_idle() { [ "$(sinfo --noheader -N -o '%T' | sort -u | tr '\n' ' ')" = "idle " ]; }
+deletes() { ctl GET /requests | jq -r '.[] | select(.method == "DELETE") | .path | sub(".*/"; "")' | tr '\n' ' '; }
+# Every node back in service, no reasons, for the next case.
+reset_nodes() {
+        local n
+        for n in slinky-0 slinky-1 slinky-2 slinky-3; do
+                node_is "$n" IDLE || scontrol update nodename=$n state=resume >/dev/null 2>&1 || true
+        done
+        bash "$CLUSTER" wait-idle "$slurm" 30 >/dev/null 2>&1 || { fail "nodes did not come back idle"; sinfo -N >&2; }
+}

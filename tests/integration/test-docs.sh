@@ -267,9 +267,6 @@ if [ "$needs_slurm" = 1 ]; then
         . "$WORK/cluster.env"
         set +a
 fi
-node_field() { scontrol --oneliner show node "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
-node_reason() { scontrol --oneliner show node "$1" | sed -n 's/.* Reason=\(.*\) \[.*/\1/p'; }
-all_idle() { [ "$(sinfo --noheader -N -o '%T' | sort -u | tr '\n' ' ')" = "idle " ]; }
 reset_nodes() {
         local n
         for n in slinky-0 slinky-1 slinky-2 slinky-3; do
@@ -460,7 +457,6 @@ expect_line_rc() { # NAME TEXT WANT
         rc=$(line_rc "$1" "$n")
         [ "$rc" = "$3" ] && pass || fail "$(where "$1") (line $n of the block, '$2'): exit ${rc:-none}, expected $3"$'\n'"$(head -c 4000 "$WORK/$1.out" "$WORK/$1.err")"
 }
-deletes() { ctl GET /requests | jq -r '.[] | select(.method == "DELETE") | .path | sub(".*/"; "")' | tr '\n' ' '; }
 unauthorized() { ctl GET /requests | jq '[.[] | select(.status == 401)] | length'; }
 
 case_rollout_proxy() {

@@ -15,85 +15,13 @@
 . "$(dirname "$0")/lib.sh"
 
 : "${TOP_SRCDIR:?run through make check}"
-command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
-command -v openssl >/dev/null || skip no-openssl "openssl is not installed (scripts/setup-deps.sh installs it)"
-FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
-CLUSTER="$TOP_SRCDIR/tests/tools/slurm-cluster.sh"
-[ -x "$FAKE" ] || { echo "FAIL: $FAKE is not built" >&2; exit 1; }
-export PATH=$PATH:/usr/sbin:/sbin
-
-section() { echo "== $* (at ${SECONDS}s)" >&2; }
-NS=slurm
-slurm=$WORK/slurm
-cleanup() {
-        stop_controller
-        [ -z "${bg:-}" ] || { kill "$bg" 2>/dev/null; wait "$bg" 2>/dev/null; } || true
-        stop_fake
-        bash "$CLUSTER" stop "$slurm" >/dev/null 2>&1 || true
-        rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-rc=0
-bash "$CLUSTER" start "$slurm" 4 >"$WORK/cluster.env" 2>"$WORK/cluster.err" || rc=$?
-[ "$rc" = 77 ] && skip no-slurm-cluster "$(sed -n 's/^slurm-cluster: SKIP: //p' "$WORK/cluster.err")"
-[ "$rc" = 0 ] || { cat "$WORK/cluster.err" >&2; echo "FAIL: the Slurm cluster did not start" >&2; exit 1; }
-set -a
-. "$WORK/cluster.env"
-set +a
-
-kube_pki "$WORK/sa" "$NS" rollout-token
 . "$(dirname "$0")/rollout-lib.sh"
+rollout_cluster_start
+ARRIVALS=$WORK/arrivals # every request's arrival, for the retry timing checks
+POD_TIMEOUT=20         # a regression that deletes fails in seconds
 
-# start_pods "0:False 1:True ..." LOGIN-STATUS: as test-rollout.sh's, with
-# every request's arrival in $WORK/arrivals.
-start_pods() {
-        local spec w
-        stop_fake
-        {
-                echo '{"items": ['
-                for spec in $1; do
-                        w=${spec%%:*}
-                        worker_json "$w" "00000000-0000-0000-0000-00000000000$w" "${spec#*:}"
-                        echo ,
-                done
-                pod_json slurm-login-slinky-a 00000000-0000-0000-0000-0000000000aa login "$2"
-                echo ']}'
-        } >"$WORK/pods.json"
-        start_fake "$WORK/pods.json" --namespace "$NS" --rbac "$ROLLOUT_RBAC" --user "$ROLLOUT_USER" \
-                --arrivals "$WORK/arrivals"
-        seed_policies || fail "cannot seed the admission policies"
-}
-rollout() { # ACTION ARGS...: stdout in $WORK/out, stderr in $WORK/err, sets RC
-        RC=0
-        "$AGENT" rollout "$@" --kube-api "$API" --serviceaccount-dir "$WORK/sa" \
-                --namespace "$NS" --poll-interval 100 --pod-timeout 20 --jobs-timeout 30 >"$WORK/out" 2>"$WORK/err" || RC=$?
-}
-expect_rc() { # WANT LABEL
-        if [ "$RC" = "$1" ]; then pass; else
-                fail "$2: exit $RC, expected $1"$'\n'"$(cat "$WORK/out" "$WORK/err")"
-        fi
-}
-expect_said() { # FILE LABEL FIXED-STRING: the rollout said it
-        if grep -qF -- "$3" "$WORK/$1"; then pass; else
-                fail "$2: no '$3' in:"$'\n'"$(cat "$WORK/out" "$WORK/err")"
-        fi
-}
-node_field() { scontrol --oneliner show node "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
-node_state() { node_field "$1" State; }
-node_reason() { scontrol --oneliner show node "$1" | sed -n 's/.* Reason=\(.*\) \[.*/\1/p'; }
-node_is() { [ "$(node_state "$1")" = "$2" ]; }
-all_idle() { [ "$(sinfo --noheader -N -o '%T' | sort -u | tr '\n' ' ')" = "idle " ]; }
-deletes() { ctl GET /requests | jq -r '.[] | select(.method == "DELETE") | .path | sub(".*/"; "")' | tr '\n' ' '; }
 pod_uid() { ctl GET "/pods/$1" | jq -r .metadata.uid; }
 OLD1=00000000-0000-0000-0000-000000000001
-reset_nodes() {
-        local n
-        for n in slinky-0 slinky-1 slinky-2 slinky-3; do
-                node_is "$n" IDLE || scontrol update nodename=$n state=resume >/dev/null 2>&1 || true
-        done
-        bash "$CLUSTER" wait-idle "$slurm" 30 >/dev/null 2>&1 || { fail "nodes did not come back idle"; sinfo -N >&2; }
-}
 LIST=/api/v1/namespaces/$NS/pods
 W1=$LIST/slurm-worker-slinky-1
 

@@ -16,36 +16,10 @@
 . "$(dirname "$0")/lib.sh"
 
 : "${TOP_SRCDIR:?run through make check}"
-command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
-command -v openssl >/dev/null || skip no-openssl "openssl is not installed (scripts/setup-deps.sh installs it)"
-FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
-CLUSTER="$TOP_SRCDIR/tests/tools/slurm-cluster.sh"
-[ -x "$FAKE" ] || { echo "FAIL: $FAKE is not built" >&2; exit 1; }
-export PATH=$PATH:/usr/sbin:/sbin
-
-section() { echo "== $* (at ${SECONDS}s)" >&2; }
-NS=slurm
-slurm=$WORK/slurm
-cleanup() {
-        stop_controller
-        stop_fake
-        bash "$CLUSTER" stop "$slurm" >/dev/null 2>&1 || true
-        rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-rc=0
-bash "$CLUSTER" start "$slurm" 4 >"$WORK/cluster.env" 2>"$WORK/cluster.err" || rc=$?
-[ "$rc" = 77 ] && skip no-slurm-cluster "$(sed -n 's/^slurm-cluster: SKIP: //p' "$WORK/cluster.err")"
-[ "$rc" = 0 ] || { cat "$WORK/cluster.err" >&2; echo "FAIL: the Slurm cluster did not start" >&2; exit 1; }
-set -a
-. "$WORK/cluster.env"
-set +a
-
-kube_pki "$WORK/sa" "$NS" rollout-token
+. "$(dirname "$0")/rollout-lib.sh"
+rollout_cluster_start
 
 # --- the pods and the controller (rollout-lib.sh) ------------------------------
-. "$(dirname "$0")/rollout-lib.sh"
 # Almost every case replaces pods, which the stand-in controller does with
 # replace-node: without it the rollout would "pass" with no node replaced.
 if why=$(replace_node_unavailable); then skip no-time-namespace "$why"; fi
@@ -55,55 +29,9 @@ expect_replaced() {
         [ "$(replaced)" = "$2" ] && pass || fail "$1: nodes replaced: '$(replaced)', expected '$2'"
 }
 
-# start_pods "0:False 1:True ..." LOGIN-STATUS: worker pods slurm-worker-slinky-N
-# (Slurm node slinky-N) with that condition, one login pod; and the admission
-# policies, bound an hour ago (seed_policies), unless NO_POLICIES is set.
-start_pods() {
-        local spec w
-        stop_fake
-        {
-                echo '{"items": ['
-                for spec in $1; do
-                        w=${spec%%:*}
-                        worker_json "$w" "00000000-0000-0000-0000-00000000000$w" "${spec#*:}"
-                        echo ,
-                done
-                pod_json slurm-login-slinky-a 00000000-0000-0000-0000-0000000000aa login "$2"
-                echo ']}'
-        } >"$WORK/pods.json"
-        start_fake "$WORK/pods.json" --namespace "$NS" --rbac "$ROLLOUT_RBAC" --user "$ROLLOUT_USER"
-        [ -n "${NO_POLICIES:-}" ] || seed_policies || fail "cannot seed the admission policies"
-}
 
-rollout() { # ACTION ARGS...: runs the rollout, stdout in $WORK/out, stderr in $WORK/err, sets RC
-        RC=0
-        "$AGENT" rollout "$@" --kube-api "$API" --serviceaccount-dir "$WORK/sa" --namespace "$NS" \
-                --poll-interval 100 --pod-timeout 60 --jobs-timeout 30 >"$WORK/out" 2>"$WORK/err" || RC=$?
-}
-expect_rc() { # WANT LABEL
-        if [ "$RC" = "$1" ]; then pass; else
-                fail "$2: exit $RC, expected $1"$'\n'"$(cat "$WORK/out" "$WORK/err")"
-        fi
-}
-node_field() { scontrol --oneliner show node "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
-node_state() { node_field "$1" State; }
-node_reason() { scontrol --oneliner show node "$1" | sed -n 's/.* Reason=\(.*\) \[.*/\1/p'; }
 # why POD: the pod's verdict and why, from a --format json report in $WORK/out
 why() { jq -r --arg n "$1" '.pods[] | select(.name == $n) | "\(.verdict) \(.action): \(.why)"' "$WORK/out"; }
-deletes() { ctl GET /requests | jq -r '.[] | select(.method == "DELETE") | .path | sub(".*/"; "")' | tr '\n' ' '; }
-# Every node back in service, no reasons, for the next case.
-reset_nodes() {
-        local n
-        for n in slinky-0 slinky-1 slinky-2 slinky-3; do
-                case "$(node_state $n)" in
-                IDLE) ;;
-                *) scontrol update nodename=$n state=resume >/dev/null 2>&1 || true ;;
-                esac
-        done
-        bash "$CLUSTER" wait-idle "$slurm" 30 >/dev/null 2>&1 || { fail "nodes did not come back idle"; sinfo -N >&2; }
-}
-all_idle() { [ "$(sinfo --noheader -N -o '%T' | sort -u | tr '\n' ' ')" = "idle " ]; }
-node_is() { [ "$(node_state "$1")" = "$2" ]; }
 
 # --- nothing stale ------------------------------------------------------------------
 section "options"
