@@ -158,10 +158,9 @@ int spawn_run(const char *const *argv, char *const *envp, const SpawnLimits *lim
         deadline = now_usec(CLOCK_MONOTONIC) + limits->timeout_usec;
 
         /* The child is ours and not reaped yet, so its pid cannot be reused
-         * under us. pidfds are always close-on-exec. */
+         * under us. pidfds are always close-on-exec. Without one (Linux
+         * before 5.3, a seccomp filter, valgrind 3.19), see below. */
         pidfd = pidfd_open(pid, 0);
-        if (pidfd < 0)
-                r = negative_errno();
 
         /* Until the output is closed and the child has exited: the pidfd
          * turns readable at its exit, the pipes at output or at their close
@@ -183,6 +182,24 @@ int spawn_run(const char *const *argv, char *const *envp, const SpawnLimits *lim
                         break;
                 }
                 ms = (int) ((deadline - now + 999) / 1000);
+                if (pidfd < 0 && out_r < 0 && err_r < 0 && st_r < 0) {
+                        /* No pidfd and nothing left to read: look for the
+                         * exit (leaving the child to waitpid() below) every
+                         * millisecond until the deadline. */
+                        siginfo_t si = {};
+
+                        if (waitid(P_PID, (id_t) pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 &&
+                            errno != EINTR) {
+                                r = negative_errno();
+                                break;
+                        }
+                        if (si.si_pid == pid) {
+                                exited = true;
+                                continue;
+                        }
+                        if (ms > 1)
+                                ms = 1;
+                }
                 k = poll(pfd, ELEMENTSOF(pfd), ms);
                 if (k < 0) {
                         if (errno == EINTR)

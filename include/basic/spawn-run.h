@@ -12,7 +12,9 @@
  *
  * The wait is on a pidfd (Linux 5.3), polled together with the output pipes:
  * the caller wakes when the child prints, closes its output or exits, and
- * never sleeps in between. No SIGCHLD handler is needed or touched.
+ * never sleeps in between. No SIGCHLD handler is needed or touched. Where
+ * pidfd_open() fails (an older kernel, a seccomp filter, valgrind 3.19), a
+ * child that closed its output is looked for every millisecond.
  */
 #pragma once
 
@@ -53,7 +55,7 @@ void spawn_result_done(SpawnResult *r);
  * (result->exec_errno is the same errno);
  * -ETIME when it was killed at the timeout; -EFBIG when it was killed for
  * printing more than max_stdout_bytes; -ENOMEM, or the -errno of pipe2(),
- * fork(), pidfd_open() or poll() (the child is then killed and reaped).
+ * fork(), poll() or waitid() (the child is then killed and reaped).
  * result->out and result->err hold what was read in every case where the
  * command started. */
 int spawn_run(const char *const *argv, char *const *envp, const SpawnLimits *limits,
