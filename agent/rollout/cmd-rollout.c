@@ -25,7 +25,7 @@
 #include "options.h"
 #include "report.h"
 #include "rollout.h"
-#include "slurm.h"
+#include "slurm-client.h"
 #include "timeutil.h"
 
 #define ROLLOUT_DEFAULT_WORKERS   "app.kubernetes.io/instance=slinky-slurm-worker-slinky"

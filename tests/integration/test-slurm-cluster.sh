@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# agent/rollout/slurm.c and tests/tools/slurm-cluster.sh against a real Slurm: four
-# slurmd on this machine, read through slurm-probe in both output formats;
+# agent/model/slurm.c, agent/rollout/slurm-client.c and
+# tests/tools/slurm-cluster.sh against a real Slurm: four slurmd on this machine, read through slurm-probe in both output formats;
 # drain with a reason, a running and a pending job, a pod replacement
 # (preStop DOWN, fresh boot time), resume, and nothing left running after stop.
 # Needs root and Debian's slurmctld, slurmd, slurm-client and munge; skips

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Test tool: what agent/rollout/slurm.c reads from a real Slurm, as JSON lines, and
+ * Test tool: what agent/rollout/slurm-client.c reads from a real Slurm, as JSON lines, and
  * its drain / resume / down. Used by tests/integration/test-slurm-cluster.sh.
  *
  *   slurm-probe [--format auto|json|text] [--timeout-ms N] [--max-output-bytes N]
@@ -19,7 +19,7 @@
 #include <jansson.h>
 
 #include "macro.h"
-#include "slurm.h"
+#include "slurm-client.h"
 
 static int print_json(json_t *o) {
         char *s;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * agent/rollout/slurm.c: the parsers on output recorded from Debian 12's Slurm 22.05
- * (tests/data/slurm/, captured from tests/tools/slurm-cluster.sh) and on the
- * later JSON shapes, hostlists, and the command runner against fake
- * sinfo/squeue/scontrol scripts (mocks at the process boundary).
+ * agent/model/slurm.c: the parsers on output recorded from Debian 12's
+ * Slurm 22.05 (tests/data/slurm/, captured from tests/tools/slurm-cluster.sh)
+ * and on the later JSON shapes, hostlists; agent/rollout/slurm-client.c: the
+ * command runner against fake sinfo/squeue/scontrol scripts (mocks at the
+ * process boundary).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,7 +17,7 @@
 
 #include "fileio.h"
 #include "macro.h"
-#include "slurm.h"
+#include "slurm-client.h"
 
 #define DATA       TEST_DATA_DIR "/slurm/"
 /* A writable copy of a string literal, for the char *const * parameters. */

@@ -1,29 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 2: Slurm through its commands (sinfo, squeue, scontrol), as the
- * rollout needs it: every node's state and reason, the jobs on given nodes,
- * and drain / resume / down of named nodes.
+ * Layer 1 (pure): Slurm's nodes and jobs as its commands print them (sinfo,
+ * squeue, scontrol; slurm-client.h runs them): node and job states, the
+ * parsers of their JSON and text output, and hostlist expansion.
  *
- * Each call forks and execs one command (no shell), with the caller's
- * environment (SLURM_CONF, SLURM_CLUSTERS, ...), waits for it with a timeout
- * and caps what it may print. It blocks: this is for a command-line program,
- * never for the daemon's event loop. The child gets /dev/null as stdin, its
- * own process group (killed whole on timeout), and none of our descriptors.
- * Variables that change what the commands print or select (SINFO_*,
- * SQUEUE_*, SCONTROL_*) are removed from its environment, and
- * SLURM_TIME_FORMAT is set to "%s" so times read as seconds since the epoch.
- *
- * Output formats: Slurm 21.08 and later print JSON (`sinfo --json`,
- * `squeue --json`; from 23.02 the node list comes from `scontrol --json show
- * node`, because `sinfo --json` then groups nodes). Debian 12 ships 22.05,
- * which has the first two and no `scontrol --json`. Older or JSON-less builds
- * are read through `scontrol --oneliner show node` and `squeue --format`.
- * SLURM_FORMAT_AUTO picks by `scontrol --version` and falls back to text
- * when a JSON command says it does not know the option or has no serializer.
+ * Which parser reads what: `sinfo --json` (Slurm 21.08 to 22.05) and
+ * `scontrol --json show node` (23.02 on) go to slurm_nodes_parse_json(),
+ * `scontrol --oneliner show node` to slurm_nodes_parse_scontrol(),
+ * `squeue --json` to slurm_jobs_parse_json(), `squeue --format` to
+ * slurm_jobs_parse_squeue().
  *
  * Everything a command prints is outside input: the parsers below are pure,
- * bounded and exported for the unit tests and the fuzz target.
- * Never logs above debug.
+ * bounded and exported for the unit tests and the fuzz target. Never logs.
  */
 #pragma once
 
@@ -33,22 +21,13 @@
 
 #include "macro.h"
 
-/* Per command, unless the configuration says otherwise. */
-#define SLURM_DEFAULT_TIMEOUT_USEC     (30u * 1000000u)
-/* stdout of one command; the JSON of squeue is about 3 KiB a job. */
-#define SLURM_DEFAULT_MAX_OUTPUT_BYTES (64u * 1024u * 1024u)
-#define SLURM_MAX_OUTPUT_BYTES         (1024u * 1024u * 1024u)
-/* stderr kept for messages; the rest is read and dropped. */
-#define SLURM_MAX_STDERR_BYTES         (64u * 1024u)
 /* Nodes in one list, in one expanded hostlist, and in one update. */
-#define SLURM_MAX_NODES                65536u
-#define SLURM_MAX_JOBS                 1000000u
+#define SLURM_MAX_NODES      65536u
+#define SLURM_MAX_JOBS       1000000u
 /* A node name; longer ones are refused (Slurm's own limit is lower). */
-#define SLURM_MAX_NAME_BYTES           255u
+#define SLURM_MAX_NAME_BYTES 255u
 /* A reason, user or state read back; longer ones are cut at this length. */
-#define SLURM_MAX_TEXT_BYTES           4096u
-/* A reason this module writes. */
-#define SLURM_MAX_REASON_BYTES         1024u
+#define SLURM_MAX_TEXT_BYTES 4096u
 
 /* ------------------------------------------------------------------------ */
 /* Nodes */
@@ -204,6 +183,9 @@ bool slurm_job_is_active(const SlurmJob *j);
 /* Pending: queued, no allocation. */
 bool slurm_job_is_pending(const SlurmJob *j);
 bool slurm_job_has_node(const SlurmJob *j, const char *name);
+/* Keeps the jobs with an allocation on any of names[0..n_names), in order,
+ * and frees the others. */
+void slurm_job_list_keep_nodes(SlurmJobList *l, char *const *names, size_t n_names);
 
 /* "RUNNING", ... for one bit; NULL for SLURM_JOB_STATE_OTHER and unknown bits. */
 const char *slurm_job_state_to_string(SlurmJobState s);
@@ -222,89 +204,9 @@ int slurm_jobs_parse_squeue(const char *data, size_t len, SlurmJobList **ret, ch
 int slurm_hostlist_expand(const char *hostlist, char ***ret_names, size_t *ret_n);
 char **slurm_names_free(char **names);
 
-/* ------------------------------------------------------------------------ */
-/* The commands */
-
-typedef enum SlurmFormat {
-        SLURM_FORMAT_AUTO,
-        SLURM_FORMAT_JSON,
-        SLURM_FORMAT_TEXT,
-        _SLURM_FORMAT_MAX,
-        _SLURM_FORMAT_INVALID = -1,
-} SlurmFormat;
-
-const char *slurm_format_to_string(SlurmFormat f);
-SlurmFormat slurm_format_from_string(const char *s);
-
-typedef struct SlurmConfig {
-        /* A path, or a name looked up in PATH; NULL: "sinfo", "squeue", "scontrol". */
-        const char *sinfo;
-        const char *squeue;
-        const char *scontrol;
-        uint64_t timeout_usec;   /* per command; 0: SLURM_DEFAULT_TIMEOUT_USEC */
-        size_t max_output_bytes; /* stdout per command; 0: SLURM_DEFAULT_MAX_OUTPUT_BYTES */
-        SlurmFormat format;
-} SlurmConfig;
-
-/* What the last command of a call did, for messages. Every call that takes
- * one empties it first and fills it whether the call succeeds or fails. */
-typedef struct SlurmCommandReport {
-        char *command_line; /* the argv, quoted where a shell would need it */
-        int exit_status;    /* exit code, 128+N when killed by signal N, -1 when it
-                             * did not run or was killed on timeout or output size */
-        char *stderr_text;  /* its stderr (up to SLURM_MAX_STDERR_BYTES), "" when none */
-        char *error;        /* NULL on success; else one line naming the command line,
-                             * what happened (exit status, signal, timeout, ...) and
-                             * the first line of stderr, or what was wrong with its output */
-} SlurmCommandReport;
-
-void slurm_command_report_done(SlurmCommandReport *r);
-
-typedef struct SlurmClient SlurmClient;
-
-/* cfg's strings are copied. Runs nothing yet. Returns 0, -EINVAL (a
- * max_output_bytes over SLURM_MAX_OUTPUT_BYTES, a bad format), -ENOMEM. */
-int slurm_client_new(const SlurmConfig *cfg, SlurmClient **ret);
-SlurmClient *slurm_client_free(SlurmClient *c);
-DEFINE_TRIVIAL_CLEANUP_FUNC(SlurmClient *, slurm_client_free);
-
-/* The format in use: the configured one, or for AUTO what the first read
- * chose (AUTO until then). */
-SlurmFormat slurm_client_format(const SlurmClient *c);
-/* "22.05.8" once `scontrol --version` ran (AUTO does on its first read), else NULL. Borrowed. */
-const char *slurm_client_version(const SlurmClient *c);
-
-/* Runs `scontrol --version` and remembers the version. Returns 0, or as below. */
-int slurm_probe_version(SlurmClient *c, SlurmCommandReport *report);
-
-/* Every node the controller knows, hidden partitions included.
- * Returns 0 with *ret new, or -ENOENT (command not found), -EACCES,
- * -ETIME (timed out), -EFBIG (output over the cap), -EIO (non-zero exit,
- * killed, or Slurm reported an error), -EBADMSG (output not understood),
- * -ENOBUFS, -ENOMEM. report (may be NULL) says what happened. */
-int slurm_read_nodes(SlurmClient *c, SlurmNodeList **ret, SlurmCommandReport *report);
-
-/* The jobs with an allocation on any of names[0..n_names) (pending jobs
- * have none), or every job the controller knows when names is NULL.
- * Returns as slurm_read_nodes(). */
-int slurm_read_jobs(SlurmClient *c, char *const *names, size_t n_names, SlurmJobList **ret,
-                    SlurmCommandReport *report);
-
-/* One `scontrol update NodeName=a,b,... State=... [Reason=...]` for exactly
- * the nodes named: never a hostlist expression, never ALL (which would
- * overwrite every node's reason). Slurm applies it to all of them or, when
- * one name is unknown, to none. The reason must be non-empty, printable,
- * at most SLURM_MAX_REASON_BYTES, and neither start nor end with '"'
- * (scontrol strips those), so that it reads back as written.
- * Returns 0, -EINVAL (no names, more than SLURM_MAX_NODES, a name that is
- * empty, ALL, or holds ',', '[', ']', '=', blanks or control characters; a
- * bad reason), or the errors of slurm_read_nodes(); report->stderr_text has
- * what scontrol said, on success too. */
-int slurm_drain_nodes(SlurmClient *c, char *const *names, size_t n_names, const char *reason,
-                      SlurmCommandReport *report);
-/* State=RESUME: clears DRAIN and DOWN (scontrol fails for a node that is neither). */
-int slurm_resume_nodes(SlurmClient *c, char *const *names, size_t n_names,
-                       SlurmCommandReport *report);
-/* State=DOWN with a reason. */
-int slurm_down_nodes(SlurmClient *c, char *const *names, size_t n_names, const char *reason,
-                     SlurmCommandReport *report);
+/* A node name as Slurm prints it: 1 to SLURM_MAX_NAME_BYTES bytes, printable, no blanks. */
+bool slurm_name_is_valid(const char *s, size_t len);
+/* A new copy of len bytes of Slurm's text, cut at SLURM_MAX_TEXT_BYTES,
+ * control characters (NUL included) replaced by '?', safe to print; NULL on
+ * -ENOMEM. */
+char *slurm_text_dup(const char *s, size_t len);

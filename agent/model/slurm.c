@@ -1,22 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <ctype.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 
-#include "log.h"
 #include "slurm.h"
-#include "timeutil.h"
 #include "strbuf.h"
-
-extern char **environ;
 
 /* ------------------------------------------------------------------------ */
 /* Names */
@@ -77,12 +67,6 @@ static const FlagName job_state_names[] = {
         {SLURM_JOB_OUT_OF_MEMORY, "OOM"},
 };
 
-static const char *const format_names[_SLURM_FORMAT_MAX] = {
-        [SLURM_FORMAT_AUTO] = "auto",
-        [SLURM_FORMAT_JSON] = "json",
-        [SLURM_FORMAT_TEXT] = "text",
-};
-
 const char *slurm_node_base_to_string(SlurmNodeBase b) {
         return b >= 0 && b < _SLURM_NODE_BASE_MAX ? node_base_names[b] : NULL;
 }
@@ -100,17 +84,6 @@ const char *slurm_node_flag_to_string(SlurmNodeFlag f) {
 
 const char *slurm_job_state_to_string(SlurmJobState s) {
         return flag_to_string(job_state_names, ELEMENTSOF(job_state_names), (uint32_t) s);
-}
-
-const char *slurm_format_to_string(SlurmFormat f) {
-        return f >= 0 && f < _SLURM_FORMAT_MAX ? format_names[f] : NULL;
-}
-
-SlurmFormat slurm_format_from_string(const char *s) {
-        for (SlurmFormat f = 0; f < _SLURM_FORMAT_MAX; f++)
-                if (s && streq(s, format_names[f]))
-                        return f;
-        return _SLURM_FORMAT_INVALID;
 }
 
 /* State words are upper-case identifiers; JSON 22.05 writes the base in lower case. */
@@ -335,6 +308,21 @@ bool slurm_job_has_node(const SlurmJob *j, const char *name) {
         return false;
 }
 
+void slurm_job_list_keep_nodes(SlurmJobList *l, char *const *names, size_t n_names) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < l->n_jobs; i++) {
+                bool keep = false;
+                for (size_t n = 0; n < n_names && !keep; n++)
+                        keep = slurm_job_has_node(&l->jobs[i], names[n]);
+                if (keep)
+                        l->jobs[k++] = l->jobs[i];
+                else
+                        job_done(&l->jobs[i]);
+        }
+        l->n_jobs = k;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Small helpers */
 
@@ -373,7 +361,7 @@ static int bad(char **ret_error, const char *fmt, ...) {
 
 /* A copy of len bytes, cut at SLURM_MAX_TEXT_BYTES, control characters
  * (NUL included) replaced by '?', so every string read is safe to print. */
-static char *text_dup(const char *s, size_t len) {
+char *slurm_text_dup(const char *s, size_t len) {
         char *d;
 
         if (len > SLURM_MAX_TEXT_BYTES)
@@ -388,7 +376,7 @@ static char *text_dup(const char *s, size_t len) {
 }
 
 /* A node name as Slurm prints it: printable, no blanks, bounded. */
-static bool name_is_valid(const char *s, size_t len) {
+bool slurm_name_is_valid(const char *s, size_t len) {
         if (len == 0 || len > SLURM_MAX_NAME_BYTES)
                 return false;
         for (size_t i = 0; i < len; i++)
@@ -576,7 +564,7 @@ int slurm_hostlist_expand(const char *hostlist, char ***ret_names, size_t *ret_n
         if (r < 0)
                 return r;
         for (size_t i = 0; i < names.n; i++)
-                if (!name_is_valid(v[i], strlen(v[i])))
+                if (!slurm_name_is_valid(v[i], strlen(v[i])))
                         return -EBADMSG;
         if (!v) {
                 v = calloc(1, sizeof(char *));
@@ -615,7 +603,7 @@ static char *json_text(const json_t *o, const char *key) {
 
         if (!json_is_string(v))
                 return strdup("");
-        return text_dup(json_string_value(v), json_string_length(v));
+        return slurm_text_dup(json_string_value(v), json_string_length(v));
 }
 
 /* Loads a document and checks its "errors": Slurm 22.05 exits 0 with an
@@ -690,7 +678,7 @@ static int node_from_json(const json_t *o, SlurmNode *ret, char **ret_error) {
                 return bad(ret_error, "a node is not an object");
         name = json_object_get(o, "name");
         if (!json_is_string(name) ||
-            !name_is_valid(json_string_value(name), json_string_length(name)) ||
+            !slurm_name_is_valid(json_string_value(name), json_string_length(name)) ||
             strlen(json_string_value(name)) != json_string_length(name))
                 return bad(ret_error, "a node without a valid \"name\"");
 
@@ -757,7 +745,7 @@ int slurm_nodes_parse_json(const char *data, size_t len, SlurmNodeList **ret, ch
 static int job_set_nodes(SlurmJob *j, const char *hostlist, size_t len, char **ret_error) {
         int r;
 
-        j->nodes = text_dup(hostlist, len);
+        j->nodes = slurm_text_dup(hostlist, len);
         if (!j->nodes)
                 return -ENOMEM;
         if (strlen(j->nodes) != len)
@@ -930,7 +918,7 @@ static int parse_reason(const char *r, size_t len, SlurmNode *n) {
                 at = memchr(p, '@', (size_t) (close - p));
                 if (p > r && p[-1] == ' ' && at && (close + 1 == r + len || close[1] == ' ')) {
                         text_len = (size_t) (p - 1 - r);
-                        n->reason_user = text_dup(p + 1, (size_t) (at - p - 1));
+                        n->reason_user = slurm_text_dup(p + 1, (size_t) (at - p - 1));
                         if (!n->reason_user)
                                 return -ENOMEM;
                         n->reason_time_sec = parse_epoch(at + 1, (size_t) (close - at - 1));
@@ -944,7 +932,7 @@ static int parse_reason(const char *r, size_t len, SlurmNode *n) {
                         if (a)
                                 text_len = (size_t) (a - r);
                 }
-        n->reason = text_dup(r, text_len);
+        n->reason = slurm_text_dup(r, text_len);
         return n->reason ? 0 : -ENOMEM;
 }
 
@@ -960,7 +948,7 @@ static int node_from_line(const char *line, size_t len, SlurmNode *ret, char **r
         name = line + strlen("NodeName=");
         v = memchr(name, ' ', (size_t) (line + len - name));
         name_len = (size_t) ((v ? v : line + len) - name);
-        if (!name_is_valid(name, name_len))
+        if (!slurm_name_is_valid(name, name_len))
                 return bad(ret_error, "a node without a valid name");
 
         /* Everything after Reason= is free text: look for fields before it. */
@@ -1084,717 +1072,4 @@ int slurm_jobs_parse_squeue(const char *data, size_t len, SlurmJobList **ret, ch
         }
         *ret = TAKE_PTR(l);
         return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Running a command */
-
-struct SlurmClient {
-        char *sinfo, *squeue, *scontrol;
-        uint64_t timeout_usec;
-        size_t max_output_bytes;
-        SlurmFormat format;
-        char *version;
-        unsigned version_major, version_minor;
-};
-
-void slurm_command_report_done(SlurmCommandReport *r) {
-        if (!r)
-                return;
-        free(r->command_line);
-        free(r->stderr_text);
-        free(r->error);
-        *r = (SlurmCommandReport){.exit_status = -1};
-}
-
-static bool arg_needs_quotes(const char *a) {
-        if (!*a)
-                return true;
-        for (const char *p = a; *p; p++)
-                if (!isalnum((unsigned char) *p) && !strchr("_@%+=:,./-", *p))
-                        return true;
-        return false;
-}
-
-static char *command_line(const char *const *argv) {
-        _cleanup_(strbuf_done) StrBuf b = STRBUF_INIT(SIZE_MAX - 1);
-
-        for (size_t i = 0; argv[i]; i++) {
-                if (i > 0)
-                        (void) strbuf_putc(&b, ' ');
-                if (!arg_needs_quotes(argv[i])) {
-                        (void) strbuf_puts(&b, argv[i]);
-                        continue;
-                }
-                (void) strbuf_putc(&b, '\'');
-                for (const char *p = argv[i]; *p; p++)
-                        (void) (*p == '\'' ? strbuf_puts(&b, "'\\''") : strbuf_putc(&b, *p));
-                (void) strbuf_putc(&b, '\'');
-        }
-        if (b.len > SLURM_MAX_TEXT_BYTES) {
-                /* a drain of thousands of nodes: enough to recognise it */
-                b.len = SLURM_MAX_TEXT_BYTES - 3;
-                memcpy(b.data + b.len, "...", 4);
-                b.len += 3;
-        }
-        return strbuf_steal(&b);
-}
-
-/* The executable for name: itself when it holds a '/', else the first match in PATH. */
-static int find_executable(const char *name, char **ret) {
-        const char *path = getenv("PATH");
-
-        if (strchr(name, '/')) {
-                if (access(name, X_OK) < 0)
-                        return negative_errno();
-                *ret = strdup(name);
-                return *ret ? 0 : -ENOMEM;
-        }
-        if (!path || !*path)
-                path = "/usr/local/bin:/usr/bin:/bin";
-        for (const char *p = path;;) {
-                size_t n = strcspn(p, ":");
-                _cleanup_free_ char *f = NULL;
-                struct stat st;
-
-                if (asprintf(&f, "%.*s/%s", (int) n, n ? p : ".", name) < 0)
-                        return -ENOMEM;
-                if (access(f, X_OK) == 0 && stat(f, &st) == 0 && S_ISREG(st.st_mode)) {
-                        *ret = TAKE_PTR(f);
-                        return 0;
-                }
-                p += n;
-                if (!*p++)
-                        break;
-        }
-        return -ENOENT;
-}
-
-/* execve() and environ predate const: the strings are never written through these. */
-static char *unconst(const char *s) {
-        union {
-                const char *c;
-                char *m;
-        } u = {.c = s};
-        return u.m;
-}
-
-static char *const *unconst_strv(const char *const *v) {
-        union {
-                const char *const *c;
-                char *const *m;
-        } u = {.c = v};
-        return u.m;
-}
-
-/* The environment for the command: ours without variables that change what
- * sinfo/squeue/scontrol print or select, with times as epoch seconds. */
-static char **child_environment(void) {
-        static const char *const drop[] = {"SINFO_", "SQUEUE_", "SCONTROL_", "SLURM_TIME_FORMAT="};
-        size_t n = 0, k = 0;
-        char **env;
-
-        while (environ && environ[n])
-                n++;
-        env = calloc(n + 2, sizeof(char *));
-        if (!env)
-                return NULL;
-        for (size_t i = 0; i < n; i++) {
-                bool keep = true;
-                for (size_t d = 0; d < ELEMENTSOF(drop); d++)
-                        if (startswith(environ[i], drop[d]))
-                                keep = false;
-                if (keep)
-                        env[k++] = environ[i];
-        }
-        /* scontrol prints times through strftime(SLURM_TIME_FORMAT). */
-        env[k++] = unconst("SLURM_TIME_FORMAT=%s");
-        env[k] = NULL;
-        return env;
-}
-
-/* The child: never returns. Only async-signal-safe calls after fork(). */
-_Noreturn static void child_exec(const char *path, const char *const *argv, char **env, int out_fd,
-                                 int err_fd, int status_fd) {
-        int fds[3] = {-1, out_fd, err_fd};
-        sigset_t none;
-        int e;
-
-        (void) setpgid(0, 0);
-        (void) sigemptyset(&none);
-        (void) sigprocmask(SIG_SETMASK, &none, NULL);
-        (void) signal(SIGPIPE, SIG_DFL);
-
-        /* Above 2 first, so that no dup2() below overwrites a source (the
-         * caller may have closed its stdin, stdout or stderr). */
-        fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        for (size_t i = 0; i < 3; i++)
-                if (fds[i] < 0 || (fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3)) < 0)
-                        goto fail;
-        for (int i = 0; i < 3; i++)
-                if (dup2(fds[i], i) < 0)
-                        goto fail;
-        /* Every descriptor is close-on-exec already (the house rule); make
-         * sure for those a caller opened otherwise. status_fd stays open until
-         * execve() succeeds. */
-        (void) close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
-        execve(path, unconst_strv(argv), env);
-fail:
-        e = errno;
-        (void) !write(status_fd, &e, sizeof(e));
-        _exit(127);
-}
-
-static int close_fd(int fd) {
-        if (fd >= 0)
-                (void) close(fd);
-        return -EBADF;
-}
-
-/* stderr for messages: lines kept, other control characters and NUL as '?'. */
-static char *stderr_dup(const char *s, size_t len) {
-        char *d = malloc(len + 1);
-
-        if (!d)
-                return NULL;
-        for (size_t i = 0; i < len; i++)
-                d[i] = ((unsigned char) s[i] < ' ' && s[i] != '\n' && s[i] != '\t') || s[i] == 0x7f
-                               ? '?'
-                               : s[i];
-        d[len] = '\0';
-        return d;
-}
-
-typedef struct RunResult {
-        char *out;
-        size_t out_len;
-} RunResult;
-
-/* Fills report->error from what happened. */
-static void report_failure(SlurmCommandReport *report, const char *fmt, ...) _printf_(2, 3);
-static void report_failure(SlurmCommandReport *report, const char *fmt, ...) {
-        _cleanup_free_ char *what = NULL;
-        const char *err = report->stderr_text ? report->stderr_text : "";
-        size_t first = strcspn(err, "\n");
-        va_list ap;
-
-        va_start(ap, fmt);
-        if (vasprintf(&what, fmt, ap) < 0)
-                what = NULL;
-        va_end(ap);
-
-        free(report->error);
-        report->error = NULL;
-        if (asprintf(&report->error, "'%s' %s%s%.*s", strnull(report->command_line),
-                     what ? what : "failed", first > 0 ? ": " : "", (int) first, err) < 0)
-                report->error = NULL;
-}
-
-/* Runs argv[0] (resolved in PATH) with argv, stdout into *ret (capped),
- * stderr into report. Returns 0 only for exit status 0. */
-static int run(SlurmClient *c, const char *const *argv, RunResult *ret,
-               SlurmCommandReport *report) {
-        _cleanup_(strbuf_done) StrBuf out = STRBUF_INIT(c->max_output_bytes);
-        _cleanup_(strbuf_done) StrBuf err = STRBUF_INIT(SLURM_MAX_STDERR_BYTES);
-        _cleanup_free_ char *path = NULL;
-        _cleanup_free_ char **env = NULL;
-        _cleanup_close_ int out_r = -EBADF, out_w = -EBADF, err_r = -EBADF, err_w = -EBADF,
-                            st_r = -EBADF, st_w = -EBADF;
-        uint64_t deadline;
-        int r = 0, status = 0, exec_errno = 0;
-        bool timed_out = false, too_big = false;
-        pid_t pid;
-
-        report->command_line = command_line(argv);
-        if (!report->command_line)
-                return -ENOMEM;
-
-        r = find_executable(argv[0], &path);
-        if (r < 0) {
-                report_failure(report, "could not run: %s", strerror(-r));
-                return r;
-        }
-        env = child_environment();
-        if (!env)
-                return -ENOMEM;
-
-        {
-                int p[2];
-                if (pipe2(p, O_CLOEXEC) < 0)
-                        return negative_errno();
-                out_r = p[0], out_w = p[1];
-                if (pipe2(p, O_CLOEXEC) < 0)
-                        return negative_errno();
-                err_r = p[0], err_w = p[1];
-                if (pipe2(p, O_CLOEXEC) < 0)
-                        return negative_errno();
-                st_r = p[0], st_w = p[1];
-        }
-
-        log_debug("Running %s", report->command_line);
-        pid = fork();
-        if (pid < 0)
-                return negative_errno();
-        if (pid == 0)
-                child_exec(path, argv, env, out_w, err_w, st_w);
-        /* The child does the same; doing it here too means a kill(-pid) on an
-         * early timeout never misses it. */
-        (void) setpgid(pid, pid);
-
-        out_w = close_fd(out_w);
-        err_w = close_fd(err_w);
-        st_w = close_fd(st_w);
-        deadline = now_usec(CLOCK_MONOTONIC) + c->timeout_usec;
-
-        for (int open_fds = 3; open_fds > 0;) {
-                struct pollfd pfd[3] = {
-                        {.fd = out_r, .events = POLLIN},
-                        {.fd = err_r, .events = POLLIN},
-                        {.fd = st_r, .events = POLLIN},
-                };
-                uint64_t now = now_usec(CLOCK_MONOTONIC);
-                int k, ms;
-
-                if (now >= deadline) {
-                        timed_out = true;
-                        break;
-                }
-                ms = (int) ((deadline - now + 999) / 1000);
-                k = poll(pfd, ELEMENTSOF(pfd), ms);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        r = negative_errno();
-                        break;
-                }
-                for (size_t i = 0; i < ELEMENTSOF(pfd); i++) {
-                        char buf[16384];
-                        ssize_t n;
-
-                        if (pfd[i].fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                                continue;
-                        n = read(pfd[i].fd, buf, sizeof(buf));
-                        if (n < 0 && (errno == EINTR || errno == EAGAIN))
-                                continue;
-                        if (n <= 0) {
-                                if (i == 0)
-                                        out_r = close_fd(out_r);
-                                else if (i == 1)
-                                        err_r = close_fd(err_r);
-                                else
-                                        st_r = close_fd(st_r);
-                                open_fds--;
-                                continue;
-                        }
-                        if (i == 0) {
-                                if (strbuf_append(&out, buf, (size_t) n) == -ENOBUFS) {
-                                        too_big = true;
-                                        break;
-                                }
-                        } else if (i == 1) {
-                                /* Keep what fits; drain the rest so the child never blocks. */
-                                size_t room = err.max_len - err.len;
-                                (void) strbuf_append(&err, buf,
-                                                     (size_t) n < room ? (size_t) n : room);
-                        } else if ((size_t) n >= sizeof(int))
-                                memcpy(&exec_errno, buf, sizeof(int));
-                }
-                if (too_big)
-                        break;
-        }
-
-        /* The output is closed; the command may still run (it closed them
-         * itself): it has until the deadline to exit. */
-        for (bool killed = false;;) {
-                pid_t w;
-
-                if (!killed && (timed_out || too_big || r < 0)) {
-                        (void) kill(-pid, SIGKILL);
-                        (void) kill(pid, SIGKILL);
-                        killed = true;
-                }
-                w = waitpid(pid, &status, killed ? 0 : WNOHANG);
-                if (w == pid)
-                        break;
-                if (w < 0 && errno != EINTR) {
-                        r = r < 0 ? r : negative_errno();
-                        break;
-                }
-                if (w == 0) {
-                        if (now_usec(CLOCK_MONOTONIC) >= deadline)
-                                timed_out = true;
-                        else
-                                (void) nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
-                }
-        }
-
-        report->stderr_text = stderr_dup(strbuf_str(&err), err.len);
-        if (!report->stderr_text)
-                return -ENOMEM;
-
-        if (r < 0) {
-                report_failure(report, "failed: %s", strerror(-r));
-                return r;
-        }
-        if (exec_errno > 0) {
-                report_failure(report, "could not run: %s", strerror(exec_errno));
-                return -exec_errno;
-        }
-        if (timed_out) {
-                report_failure(report, "timed out after %.1f s",
-                               (double) c->timeout_usec / 1000000.0);
-                return -ETIME;
-        }
-        if (too_big) {
-                report_failure(report, "printed more than %zu bytes", c->max_output_bytes);
-                return -EFBIG;
-        }
-        if (WIFSIGNALED(status)) {
-                report->exit_status = 128 + WTERMSIG(status);
-                report_failure(report, "was killed by signal %d (%s)", WTERMSIG(status),
-                               strsignal(WTERMSIG(status)));
-                return -EIO;
-        }
-        report->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        if (report->exit_status != 0) {
-                report_failure(report, "exited with status %d", report->exit_status);
-                return -EIO;
-        }
-
-        ret->out_len = out.len;
-        ret->out = strbuf_steal(&out);
-        return ret->out ? 0 : -ENOMEM;
-}
-
-/* ------------------------------------------------------------------------ */
-/* The client */
-
-int slurm_client_new(const SlurmConfig *cfg, SlurmClient **ret) {
-        _cleanup_(slurm_client_freep) SlurmClient *c = NULL;
-
-        if (cfg->max_output_bytes > SLURM_MAX_OUTPUT_BYTES || cfg->format < 0 ||
-            cfg->format >= _SLURM_FORMAT_MAX)
-                return -EINVAL;
-        c = calloc(1, sizeof(*c));
-        if (!c)
-                return -ENOMEM;
-        c->sinfo = strdup(cfg->sinfo ? cfg->sinfo : "sinfo");
-        c->squeue = strdup(cfg->squeue ? cfg->squeue : "squeue");
-        c->scontrol = strdup(cfg->scontrol ? cfg->scontrol : "scontrol");
-        if (!c->sinfo || !c->squeue || !c->scontrol)
-                return -ENOMEM;
-        c->timeout_usec = cfg->timeout_usec ? cfg->timeout_usec : SLURM_DEFAULT_TIMEOUT_USEC;
-        c->max_output_bytes =
-                cfg->max_output_bytes ? cfg->max_output_bytes : SLURM_DEFAULT_MAX_OUTPUT_BYTES;
-        c->format = cfg->format;
-        *ret = TAKE_PTR(c);
-        return 0;
-}
-
-SlurmClient *slurm_client_free(SlurmClient *c) {
-        if (!c)
-                return NULL;
-        free(c->sinfo);
-        free(c->squeue);
-        free(c->scontrol);
-        free(c->version);
-        free(c);
-        return NULL;
-}
-
-SlurmFormat slurm_client_format(const SlurmClient *c) {
-        return c->format;
-}
-
-const char *slurm_client_version(const SlurmClient *c) {
-        return c->version;
-}
-
-static SlurmCommandReport *report_reset(SlurmCommandReport *report, SlurmCommandReport *scratch) {
-        if (!report)
-                report = scratch;
-        slurm_command_report_done(report);
-        return report;
-}
-
-int slurm_probe_version(SlurmClient *c, SlurmCommandReport *report) {
-        SlurmCommandReport scratch = {};
-        const char *argv[] = {c->scontrol, "--version", NULL};
-        _cleanup_free_ char *out = NULL;
-        RunResult res = {};
-        unsigned major, minor, micro;
-        const char *v;
-        int r;
-
-        report = report_reset(report, &scratch);
-        r = run(c, argv, &res, report);
-        out = res.out;
-        if (r >= 0) {
-                /* "slurm 22.05.8", "slurm-wlm 22.05.8", "slurm 24.11.0-0rc1" */
-                v = strchr(out, ' ');
-                if (!v || sscanf(v + 1, "%u.%u.%u", &major, &minor, &micro) < 2) {
-                        report_failure(report, "printed no version");
-                        r = -EBADMSG;
-                } else {
-                        free(c->version);
-                        c->version = text_dup(v + 1, strcspn(v + 1, "\n"));
-                        if (!c->version)
-                                r = -ENOMEM;
-                        c->version_major = major;
-                        c->version_minor = minor;
-                }
-        }
-        slurm_command_report_done(&scratch);
-        return r;
-}
-
-static bool version_at_least(const SlurmClient *c, unsigned major, unsigned minor) {
-        return c->version_major > major || (c->version_major == major && c->version_minor >= minor);
-}
-
-/* Whether a failed JSON command means "no JSON here" rather than a failure of Slurm. */
-static bool json_unsupported(const SlurmCommandReport *report) {
-        static const char *const signs[] = {"unrecognized option", "invalid option",
-                                            "unknown option",      "serializer",
-                                            "data_parser",         "json"};
-        const char *err = strempty(report->stderr_text);
-
-        if (report->exit_status <= 0)
-                return false;
-        for (size_t i = 0; i < ELEMENTSOF(signs); i++)
-                if (strcasestr(err, signs[i]))
-                        return true;
-        return false;
-}
-
-/* Decides AUTO once: by version, JSON from 21.08 on. */
-static int resolve_format(SlurmClient *c, SlurmCommandReport *report) {
-        int r;
-
-        /* TEXT needs no version; JSON needs it to pick the node command. */
-        if (c->format == SLURM_FORMAT_TEXT || (c->format == SLURM_FORMAT_JSON && c->version))
-                return 0;
-        if (!c->version) {
-                r = slurm_probe_version(c, report);
-                if (r < 0)
-                        return r;
-        }
-        if (c->format == SLURM_FORMAT_AUTO)
-                c->format = version_at_least(c, 21, 8) ? SLURM_FORMAT_JSON : SLURM_FORMAT_TEXT;
-        log_debug("Slurm %s: reading its %s output", c->version, format_names[c->format]);
-        return 0;
-}
-
-typedef int (*parse_t)(const char *data, size_t len, void **ret, char **ret_error);
-
-/* Runs argv and parses its output; on a parse failure, the report says why. */
-static int run_and_parse(SlurmClient *c, const char *const *argv, parse_t parse, void **ret,
-                         SlurmCommandReport *report) {
-        _cleanup_free_ char *out = NULL, *why = NULL;
-        RunResult res = {};
-        int r;
-
-        slurm_command_report_done(report);
-        r = run(c, argv, &res, report);
-        out = res.out;
-        if (r < 0)
-                return r;
-        r = parse(out, res.out_len, ret, &why);
-        if (r < 0) {
-                if (r == -EIO)
-                        report_failure(report, "failed: %s", why ? why : "Slurm reported an error");
-                else if (r == -ENOBUFS)
-                        report_failure(report, "listed more than this program reads");
-                else
-                        report_failure(report, "printed output that could not be read: %s",
-                                       why ? why : strerror(-r));
-        }
-        return r;
-}
-
-static int parse_nodes_json(const char *d, size_t n, void **ret, char **e) {
-        return slurm_nodes_parse_json(d, n, (SlurmNodeList **) ret, e);
-}
-static int parse_nodes_text(const char *d, size_t n, void **ret, char **e) {
-        return slurm_nodes_parse_scontrol(d, n, (SlurmNodeList **) ret, e);
-}
-static int parse_jobs_json(const char *d, size_t n, void **ret, char **e) {
-        return slurm_jobs_parse_json(d, n, (SlurmJobList **) ret, e);
-}
-static int parse_jobs_text(const char *d, size_t n, void **ret, char **e) {
-        return slurm_jobs_parse_squeue(d, n, (SlurmJobList **) ret, e);
-}
-
-int slurm_read_nodes(SlurmClient *c, SlurmNodeList **ret, SlurmCommandReport *report) {
-        SlurmCommandReport scratch = {};
-        const char *json_new[] = {c->scontrol, "--json", "--all", "show", "node", NULL};
-        const char *json_old[] = {c->sinfo, "--json", "--all", NULL};
-        const char *text[] = {c->scontrol, "--all", "--oneliner", "show", "node", NULL};
-        bool was_auto = c->format == SLURM_FORMAT_AUTO;
-        void *l = NULL;
-        int r;
-
-        report = report_reset(report, &scratch);
-        r = resolve_format(c, report);
-        if (r < 0)
-                goto finish;
-        if (c->format == SLURM_FORMAT_JSON) {
-                /* 23.02 made `sinfo --json` group nodes; scontrol lists them from then on. */
-                r = run_and_parse(c, version_at_least(c, 23, 2) ? json_new : json_old,
-                                  parse_nodes_json, &l, report);
-                if (r != -EIO || !was_auto || !json_unsupported(report))
-                        goto finish;
-                log_debug("%s: no JSON, reading text instead", report->command_line);
-                c->format = SLURM_FORMAT_TEXT;
-        }
-        r = run_and_parse(c, text, parse_nodes_text, &l, report);
-finish:
-        slurm_command_report_done(&scratch);
-        if (r < 0)
-                return r;
-        *ret = l;
-        return 0;
-}
-
-int slurm_read_jobs(SlurmClient *c, char *const *names, size_t n_names, SlurmJobList **ret,
-                    SlurmCommandReport *report) {
-        SlurmCommandReport scratch = {};
-        const char *json[] = {c->squeue, "--json", "--all", NULL};
-        const char *text[] = {c->squeue,           "--all", "--noheader", "--states=all",
-                              "--format=%A|%T|%N", NULL};
-        _cleanup_(slurm_job_list_freep) SlurmJobList *l = NULL;
-        bool was_auto = c->format == SLURM_FORMAT_AUTO;
-        size_t k = 0;
-        int r;
-
-        report = report_reset(report, &scratch);
-        r = resolve_format(c, report);
-        if (r < 0)
-                goto finish;
-        if (c->format == SLURM_FORMAT_JSON) {
-                r = run_and_parse(c, json, parse_jobs_json, (void **) &l, report);
-                if (r != -EIO || !was_auto || !json_unsupported(report))
-                        goto finish;
-                log_debug("%s: no JSON, reading text instead", report->command_line);
-                c->format = SLURM_FORMAT_TEXT;
-        }
-        r = run_and_parse(c, text, parse_jobs_text, (void **) &l, report);
-finish:
-        slurm_command_report_done(&scratch);
-        if (r < 0)
-                return r;
-
-        /* squeue --json ignores --nodelist before 23.02: filter here, always. */
-        if (names) {
-                for (size_t i = 0; i < l->n_jobs; i++) {
-                        bool keep = false;
-                        for (size_t n = 0; n < n_names && !keep; n++)
-                                keep = slurm_job_has_node(&l->jobs[i], names[n]);
-                        if (keep)
-                                l->jobs[k++] = l->jobs[i];
-                        else
-                                job_done(&l->jobs[i]);
-                }
-                l->n_jobs = k;
-        }
-        *ret = TAKE_PTR(l);
-        return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Updates */
-
-static bool update_name_is_valid(const char *s) {
-        size_t n = s ? strlen(s) : 0;
-
-        if (!name_is_valid(s ? s : "", n) || strcasecmp(s, "ALL") == 0 || s[0] == '-')
-                return false;
-        return !strpbrk(s, ",[]=\"'");
-}
-
-static bool reason_is_valid(const char *s) {
-        size_t n = s ? strlen(s) : 0;
-
-        if (n == 0 || n > SLURM_MAX_REASON_BYTES || s[0] == '"' || s[n - 1] == '"')
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if ((unsigned char) s[i] < ' ' || s[i] == 0x7f)
-                        return false;
-        return true;
-}
-
-/* Nothing ran: the report says why. Returns -EINVAL. */
-static int refuse(SlurmCommandReport *report, const char *fmt, ...) _printf_(2, 3);
-static int refuse(SlurmCommandReport *report, const char *fmt, ...) {
-        va_list ap;
-
-        free(report->error);
-        va_start(ap, fmt);
-        if (vasprintf(&report->error, fmt, ap) < 0)
-                report->error = NULL;
-        va_end(ap);
-        return -EINVAL;
-}
-
-static int update_nodes(SlurmClient *c, char *const *names, size_t n_names, const char *state,
-                        const char *reason, SlurmCommandReport *report) {
-        _cleanup_(strbuf_done) StrBuf list = STRBUF_INIT(SIZE_MAX - 1);
-        _cleanup_free_ char *node_arg = NULL, *state_arg = NULL, *reason_arg = NULL;
-        RunResult res = {};
-        int r;
-
-        slurm_command_report_done(report);
-        if (!names || n_names == 0 || n_names > SLURM_MAX_NODES)
-                return refuse(report, "scontrol update State=%s: %zu nodes named (1 to %u allowed)",
-                              state, names ? n_names : 0, SLURM_MAX_NODES);
-        for (size_t i = 0; i < n_names; i++) {
-                if (!update_name_is_valid(names[i]))
-                        return refuse(report,
-                                      "scontrol update State=%s: refusing node name \"%.64s\" "
-                                      "(ALL, a hostlist or an invalid name)",
-                                      state, strnull(names[i]));
-                r = strbuf_printf(&list, "%s%s", i ? "," : "", names[i]);
-                if (r < 0)
-                        return r;
-        }
-        if (reason && !reason_is_valid(reason))
-                return refuse(report,
-                              "scontrol update State=%s: refusing the reason (empty, over %u "
-                              "bytes, control characters, or quotes at an end)",
-                              state, SLURM_MAX_REASON_BYTES);
-
-        if (asprintf(&node_arg, "NodeName=%s", strbuf_str(&list)) < 0 ||
-            asprintf(&state_arg, "State=%s", state) < 0 ||
-            (reason && asprintf(&reason_arg, "Reason=%s", reason) < 0))
-                return -ENOMEM;
-
-        const char *argv[] = {c->scontrol, "update", node_arg, state_arg, reason_arg, NULL};
-        r = run(c, argv, &res, report);
-        free(res.out);
-        return r;
-}
-
-static int update(SlurmClient *c, char *const *names, size_t n_names, const char *state,
-                  const char *reason, SlurmCommandReport *report) {
-        SlurmCommandReport scratch = {};
-        int r;
-
-        r = update_nodes(c, names, n_names, state, reason, report ? report : &scratch);
-        slurm_command_report_done(&scratch);
-        return r;
-}
-
-int slurm_drain_nodes(SlurmClient *c, char *const *names, size_t n_names, const char *reason,
-                      SlurmCommandReport *report) {
-        return update(c, names, n_names, "DRAIN", strempty(reason), report);
-}
-
-int slurm_resume_nodes(SlurmClient *c, char *const *names, size_t n_names,
-                       SlurmCommandReport *report) {
-        return update(c, names, n_names, "RESUME", NULL, report);
-}
-
-int slurm_down_nodes(SlurmClient *c, char *const *names, size_t n_names, const char *reason,
-                     SlurmCommandReport *report) {
-        return update(c, names, n_names, "DOWN", strempty(reason), report);
 }

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Layer 2: Slurm through its commands (sinfo, squeue, scontrol), as the
+ * rollout needs it: every node's state and reason, the jobs on given nodes,
+ * and drain / resume / down of named nodes. What the commands print is read
+ * by the Slurm model (slurm.h).
+ *
+ * Each call runs one command through the spawner (spawn-run.h: no shell, a
+ * timeout, a cap on what it may print), with the caller's environment
+ * (SLURM_CONF, SLURM_CLUSTERS, ...). It blocks: this is for a command-line
+ * program, never for the daemon's event loop. Variables that change what the
+ * commands print or select (SINFO_*, SQUEUE_*, SCONTROL_*) are removed from
+ * its environment, and SLURM_TIME_FORMAT is set to "%s" so times read as
+ * seconds since the epoch.
+ *
+ * Output formats: Slurm 21.08 and later print JSON (`sinfo --json`,
+ * `squeue --json`; from 23.02 the node list comes from `scontrol --json show
+ * node`, because `sinfo --json` then groups nodes). Debian 12 ships 22.05,
+ * which has the first two and no `scontrol --json`. Older or JSON-less builds
+ * are read through `scontrol --oneliner show node` and `squeue --format`.
+ * SLURM_FORMAT_AUTO picks by `scontrol --version` and falls back to text
+ * when a JSON command says it does not know the option or has no serializer.
+ * Never logs above debug.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "macro.h"
+#include "slurm.h"
+
+/* Per command, unless the configuration says otherwise. */
+#define SLURM_DEFAULT_TIMEOUT_USEC     (30u * 1000000u)
+/* stdout of one command; the JSON of squeue is about 3 KiB a job. */
+#define SLURM_DEFAULT_MAX_OUTPUT_BYTES (64u * 1024u * 1024u)
+#define SLURM_MAX_OUTPUT_BYTES         (1024u * 1024u * 1024u)
+/* stderr kept for messages; the rest is read and dropped. */
+#define SLURM_MAX_STDERR_BYTES         (64u * 1024u)
+/* A reason this module writes. */
+#define SLURM_MAX_REASON_BYTES         1024u
+
+typedef enum SlurmFormat {
+        SLURM_FORMAT_AUTO,
+        SLURM_FORMAT_JSON,
+        SLURM_FORMAT_TEXT,
+        _SLURM_FORMAT_MAX,
+        _SLURM_FORMAT_INVALID = -1,
+} SlurmFormat;
+
+const char *slurm_format_to_string(SlurmFormat f);
+SlurmFormat slurm_format_from_string(const char *s);
+
+typedef struct SlurmConfig {
+        /* A path, or a name looked up in PATH; NULL: "sinfo", "squeue", "scontrol". */
+        const char *sinfo;
+        const char *squeue;
+        const char *scontrol;
+        uint64_t timeout_usec;   /* per command; 0: SLURM_DEFAULT_TIMEOUT_USEC */
+        size_t max_output_bytes; /* stdout per command; 0: SLURM_DEFAULT_MAX_OUTPUT_BYTES */
+        SlurmFormat format;
+} SlurmConfig;
+
+/* What the last command of a call did, for messages. Every call that takes
+ * one empties it first and fills it whether the call succeeds or fails. */
+typedef struct SlurmCommandReport {
+        char *command_line; /* the argv, quoted where a shell would need it */
+        int exit_status;    /* exit code, 128+N when killed by signal N, -1 when it
+                             * did not run or was killed on timeout or output size */
+        char *stderr_text;  /* its stderr (up to SLURM_MAX_STDERR_BYTES), "" when none */
+        char *error;        /* NULL on success; else one line naming the command line,
+                             * what happened (exit status, signal, timeout, ...) and
+                             * the first line of stderr, or what was wrong with its output */
+} SlurmCommandReport;
+
+void slurm_command_report_done(SlurmCommandReport *r);
+
+typedef struct SlurmClient SlurmClient;
+
+/* cfg's strings are copied. Runs nothing yet. Returns 0, -EINVAL (a
+ * max_output_bytes over SLURM_MAX_OUTPUT_BYTES, a bad format), -ENOMEM. */
+int slurm_client_new(const SlurmConfig *cfg, SlurmClient **ret);
+SlurmClient *slurm_client_free(SlurmClient *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(SlurmClient *, slurm_client_free);
+
+/* The format in use: the configured one, or for AUTO what the first read
+ * chose (AUTO until then). */
+SlurmFormat slurm_client_format(const SlurmClient *c);
+/* "22.05.8" once `scontrol --version` ran (AUTO does on its first read), else NULL. Borrowed. */
+const char *slurm_client_version(const SlurmClient *c);
+
+/* Runs `scontrol --version` and remembers the version. Returns 0, or as below. */
+int slurm_probe_version(SlurmClient *c, SlurmCommandReport *report);
+
+/* Every node the controller knows, hidden partitions included.
+ * Returns 0 with *ret new, or -ENOENT (command not found), -EACCES,
+ * -ETIME (timed out), -EFBIG (output over the cap), -EIO (non-zero exit,
+ * killed, or Slurm reported an error), -EBADMSG (output not understood),
+ * -ENOBUFS, -ENOMEM. report (may be NULL) says what happened. */
+int slurm_read_nodes(SlurmClient *c, SlurmNodeList **ret, SlurmCommandReport *report);
+
+/* The jobs with an allocation on any of names[0..n_names) (pending jobs
+ * have none), or every job the controller knows when names is NULL.
+ * Returns as slurm_read_nodes(). */
+int slurm_read_jobs(SlurmClient *c, char *const *names, size_t n_names, SlurmJobList **ret,
+                    SlurmCommandReport *report);
+
+/* One `scontrol update NodeName=a,b,... State=... [Reason=...]` for exactly
+ * the nodes named: never a hostlist expression, never ALL (which would
+ * overwrite every node's reason). Slurm applies it to all of them or, when
+ * one name is unknown, to none. The reason must be non-empty, printable,
+ * at most SLURM_MAX_REASON_BYTES, and neither start nor end with '"'
+ * (scontrol strips those), so that it reads back as written.
+ * Returns 0, -EINVAL (no names, more than SLURM_MAX_NODES, a name that is
+ * empty, ALL, or holds ',', '[', ']', '=', blanks or control characters; a
+ * bad reason), or the errors of slurm_read_nodes(); report->stderr_text has
+ * what scontrol said, on success too. */
+int slurm_drain_nodes(SlurmClient *c, char *const *names, size_t n_names, const char *reason,
+                      SlurmCommandReport *report);
+/* State=RESUME: clears DRAIN and DOWN (scontrol fails for a node that is neither). */
+int slurm_resume_nodes(SlurmClient *c, char *const *names, size_t n_names,
+                       SlurmCommandReport *report);
+/* State=DOWN with a reason. */
+int slurm_down_nodes(SlurmClient *c, char *const *names, size_t n_names, const char *reason,
+                     SlurmCommandReport *report);
