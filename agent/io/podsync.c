@@ -209,6 +209,10 @@ static Outcome classify(PodSync *s, Channel ch, KubeVerb verb, const char *what,
                                 log_warning_errno(k,
                                                   "Cannot re-read the service account token: %m");
                         t->auth_retried = true;
+                        /* No trouble yet: the retry with the fresh token tells.
+                         * Counted as trouble, it would make the 401 that follows
+                         * a repeat, logged at debug only. */
+                        t->troubled = !first;
                         log_debug("Kubernetes API: %s: 401, token re-read, retrying once.", what);
                         *ret_delay = 0;
                         return OUTCOME_RETRY;
