@@ -639,7 +639,7 @@ static void start_patch(PodSync *s) {
                                            .method = "PATCH",
                                            .path = path,
                                            .body = body,
-                                           /* conditions merge by type (DESIGN §6) */
+                                           /* conditions merge by type (docs/DESIGN.md §6) */
                                            .content_type = "application/strategic-merge-patch+json",
                                            .timeout_usec = PODSYNC_REQUEST_TIMEOUT_USEC,
                                            .on_done = on_patch_done,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The enroot.conf and environ.d/NAME.env models. Every rule cites what enroot
- * does; DESIGN §5 has the full list.
+ * does; docs/DESIGN.md §5 has the full list.
  */
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
@@ -109,7 +109,7 @@ bool conf_key_is_accepted(const char *key) {
 
         /* ^SSL_CERT_(DIR|FILE)$ and ^(all|no|http|https)_proxy$, and nothing
          * else: MELLANOX_* and NVIDIA_* lines are skipped like any other key
-         * (enroot's hooks read those from the container environment, DESIGN §5). */
+         * (enroot's hooks read those from the container environment, docs/DESIGN.md §5). */
         return streq(key, "SSL_CERT_DIR") || streq(key, "SSL_CERT_FILE") ||
                streq(key, "all_proxy") || streq(key, "no_proxy") || streq(key, "http_proxy") ||
                streq(key, "https_proxy");

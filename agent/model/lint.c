@@ -5,11 +5,11 @@
 #include "shell.h"
 
 const char *const lint_job_scoped_keys[] = {
-        /* Fabric and interface choices belong to a job or partition (DESIGN §5). */
+        /* Fabric and interface choices belong to a job or partition (docs/DESIGN.md §5). */
         "FI_PROVIDER", "NCCL_SOCKET_IFNAME", "NCCL_NVLS_ENABLE", "NCCL_MNNVL_ENABLE", NULL,
 };
 
-/* The keys enroot's config loader takes (DESIGN §5), as lint names them. */
+/* The keys enroot's config loader takes (docs/DESIGN.md §5), as lint names them. */
 #define CONF_ACCEPTED_KEYS "ENROOT_*, SSL_CERT_DIR, SSL_CERT_FILE and all/no/http/https_proxy"
 
 static const char *const severity_names[_SEVERITY_MAX] = {
@@ -181,7 +181,7 @@ static int lint_conf_line(Lint *out, const Document *d, const Line *l) {
                                            "(a value quoted across lines? enroot reads one line "
                                            "at a time)");
                         /* enroot's hooks read these from the container's
-                         * environment, where environ.d puts them (DESIGN §5). */
+                         * environment, where environ.d puts them (docs/DESIGN.md §5). */
                         if (startswith(l->key, "MELLANOX_") || startswith(l->key, "NVIDIA_"))
                                 return add(out, l->number, SEVERITY_WARNING, "ignored-key", l->key,
                                            "enroot ignores %s (it reads only " CONF_ACCEPTED_KEYS

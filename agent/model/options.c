@@ -57,7 +57,7 @@ const char options_help[] =
         "  -h, --help                show this help\n"
         "  --version                 show the version\n";
 
-/* The ConfigMap keys and the paths Slinky mounts them at (DESIGN §1). */
+/* The ConfigMap keys and the paths Slinky mounts them at (docs/DESIGN.md §1). */
 static const struct {
         const char *key, *path;
 } default_files[] = {

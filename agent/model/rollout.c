@@ -105,7 +105,7 @@ int rollout_pod_from_json(const json_t *pod, RolloutRole role, const char *condi
                 return -ENOMEM;
         if (role == ROLE_WORKER) {
                 /* The operator's label first: it is the Slurm node name even
-                 * where spec.hostname is not (hostNetwork, DESIGN §4). */
+                 * where spec.hostname is not (hostNetwork, docs/DESIGN.md §4). */
                 p.node = strdup(!node_from_hostname     ? name
                                 : label && *label       ? label
                                 : hostname && *hostname ? hostname

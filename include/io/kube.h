@@ -25,7 +25,7 @@
 #include "kubeproto.h"
 #include "macro.h"
 
-/* Re-read the token file at least this often (DESIGN §6). */
+/* Re-read the token file at least this often (docs/DESIGN.md §6). */
 #define KUBE_TOKEN_MAX_AGE_USEC (60u * 1000000u)
 #define KUBE_MAX_TOKEN_BYTES    (64u * 1024u)
 /* A connection that takes longer than this to open counts as failed. */

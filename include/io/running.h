@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Layer 2: the running view, what the workload container really reads
- * (DESIGN §3): each running file's content, its inode facts and what
+ * (docs/DESIGN.md §3): each running file's content, its inode facts and what
  * mountinfo says about the mount it comes from.
  *
  * Two modes:

@@ -2,7 +2,7 @@
 /*
  * Layer 2: the desired side. Reads the keys of a ConfigMap mounted as a whole
  * directory, the way kubelet's atomic writer lays it out
- * (kubernetes pkg/volume/util/atomic_writer.go, DESIGN §2):
+ * (kubernetes pkg/volume/util/atomic_writer.go, docs/DESIGN.md §2):
  *
  *   DIR/..data          -> ..2024_05_01_12_00_00.123456789   (symlink, flipped by rename(2))
  *   DIR/..2024_05_...   the version directory: one regular file per key

@@ -2,7 +2,7 @@
 /*
  * Layer 2: tells its owner when to look at the desired directory again.
  *
- * The watcher watches the directory, never a file (DESIGN §2): a watch on a
+ * The watcher watches the directory, never a file (docs/DESIGN.md §2): a watch on a
  * file, or on the directory ..data resolves to, dies with IN_DELETE_SELF at
  * the next kubelet update. Events are hints only: the watcher never says what
  * changed, it calls the handler, which re-reads everything (volume_read()).

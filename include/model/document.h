@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): the two files as enroot reads them (DESIGN §5).
+ * Layer 1 (pure): the two files as enroot reads them (docs/DESIGN.md §5).
  *
  * A Document is one parsed file: every line with what enroot does with it,
  * and the effective settings (the definitions that win), sorted by key.
@@ -129,7 +129,7 @@ DocType doc_type_from_string(const char *s);
  * ^ENROOT_[[:upper:]_]+$, ^SSL_CERT_(DIR|FILE)$ and ^(all|no|http|https)_proxy$:
  * every other line, MELLANOX_* and NVIDIA_* included, is skipped. */
 bool conf_key_is_accepted(const char *key);
-/* True for the known ENROOT_* settings (DESIGN §5). */
+/* True for the known ENROOT_* settings (docs/DESIGN.md §5). */
 bool conf_key_is_known(const char *key);
 /* True for known settings that enroot tests only for being set (yes/no). */
 bool conf_key_is_boolean(const char *key);

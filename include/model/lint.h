@@ -46,7 +46,7 @@ typedef struct LintOptions {
         const char *const *job_scoped_extra;
 } LintOptions;
 
-/* Built-in job-scoped keys (DESIGN §5), NULL-terminated. */
+/* Built-in job-scoped keys (docs/DESIGN.md §5), NULL-terminated. */
 extern const char *const lint_job_scoped_keys[];
 
 /* Lints a parsed document. opts may be NULL. Returns 0 with *ret new, or -ENOMEM. */

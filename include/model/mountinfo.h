@@ -106,7 +106,7 @@ int mountinfo_root_version(const char *root, char **ret_version, bool *ret_delet
 /* Whether len bytes at s are a version directory name as kubelet's atomic
  * writer makes them: os.MkdirTemp(dir, "..2006_01_02_15_04_05.") appends
  * decimal digits to that pattern, so "..DDDD_DD_DD_DD_DD_DD." and 1 to
- * MOUNTINFO_MAX_VERSION_DIGITS digits (DESIGN §2). The digits are checked,
+ * MOUNTINFO_MAX_VERSION_DIGITS digits (docs/DESIGN.md §2). The digits are checked,
  * never read as a date. */
 bool mountinfo_version_is_valid(const char *s, size_t len);
 

@@ -69,7 +69,7 @@ typedef struct Options {
         uint64_t check_timeout_usec; /* --timeout MILLISECONDS for --check */
         int log_level;               /* --log-level (syslog level), default LOG_INFO */
 
-        /* The pod condition (DESIGN §6). */
+        /* The pod condition (docs/DESIGN.md §6). */
         KubeMode kube;              /* --kube auto|on|off */
         char *kube_api;             /* --kube-api URL, else from KUBERNETES_SERVICE_HOST/_PORT */
         char *serviceaccount_dir;   /* --serviceaccount-dir: token, ca.crt, namespace */

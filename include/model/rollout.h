@@ -4,7 +4,7 @@
  * node a worker pod is, and whose a node's state is. A rollout writes its id
  * into every reason it sets, so that a later run finds from the cluster
  * alone where an interrupted one was (issue 7, the guide's maintenance
- * procedure, DESIGN §4).
+ * procedure, docs/DESIGN.md §4).
  */
 #pragma once
 
@@ -17,14 +17,14 @@
 
 /* Every reason a rollout sets starts with this, then the id. */
 #define ROLLOUT_REASON_PREFIX       "aicr-enroot-rollout "
-/* What the slurmd container's preStop hook writes (DESIGN §4). */
+/* What the slurmd container's preStop hook writes (docs/DESIGN.md §4). */
 #define ROLLOUT_PRESTOP_REASON      "slurm-operator: Pod is terminating"
 /* "20261202T180512Z": the rollout's start, UTC, to the second. */
 #define ROLLOUT_ID_BYTES            17u
 /* The label Slinky's NodeSet controller puts on every worker pod, holding
  * its Slurm node name (slurm-operator api/v1beta1/well_known.go,
  * LabelNodeSetPodHostname): under hostNetwork it follows the Kubernetes
- * node, not spec.hostname (DESIGN §4). */
+ * node, not spec.hostname (docs/DESIGN.md §4). */
 #define ROLLOUT_HOSTNAME_LABEL      "nodeset.slinky.slurm.net/pod-hostname"
 /* The agent's condition reason when it cannot see which ConfigMap version the
  * workload runs (workload.h): such a pod is replaced like a drifted one. */

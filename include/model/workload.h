@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Layer 1 (pure): which ConfigMap version the workload containers run, when
- * the agent reads its own subPath mounts instead of theirs (DESIGN §3).
+ * the agent reads its own subPath mounts instead of theirs (docs/DESIGN.md §3).
  *
  * kubelet resolves a subPath when it starts a container: each container gets
  * the file of the version directory that was current at ITS start. The agent's

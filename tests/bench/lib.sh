@@ -115,7 +115,7 @@ read_only_view() {
         fi
 }
 
-# The payload the benchmarks publish: the shipped defaults (DESIGN §1).
+# The payload the benchmarks publish: the shipped defaults (docs/DESIGN.md §1).
 make_payload() {
         mkdir -p "$1"
         printf 'ENROOT_MOUNT_HOME=yes\nENROOT_REMAP_ROOT=yes\n' >"$1/enroot.conf"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# The enroot.conf model against real bash: a loop written from DESIGN §5
+# The enroot.conf model against real bash: a loop written from docs/DESIGN.md §5
 # (bash -n, IFS=$' \t=' read -r, eval echo, first non-empty definition wins,
 # false values unset ENROOT_ keys) runs on a corpus, and the settings it
 # exports must equal what model-dump says. Values with live shell are compared

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # The environ.d model against real awk and sed: a pipeline written from
-# DESIGN §5 (${NAME} substitution, leading blanks stripped, comments, empty
+# docs/DESIGN.md §5 (${NAME} substitution, leading blanks stripped, comments, empty
 # and malformed lines and ENROOT_ lines dropped, one pair of surrounding
 # quotes stripped, later lines win) runs on a corpus, and the variables it
 # leaves must equal what model-dump says. Values the model marks dynamic are

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The pod condition end to end: the real agent against the fake API server
 # over TLS with a throwaway CA, a kubelet-style atomic writer, real inotify.
-# Checks what DESIGN §4 and §6 ask: the condition written at start and on
+# Checks what docs/DESIGN.md §4 and §6 ask: the condition written at start and on
 # every change, other conditions untouched, zero writes at steady state,
 # re-assertion after an operator-style rewrite, Events on transitions, and
 # for each fault (401 after a token rotation, 403, 404, 409, 422, 429 with

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# The default deployment across restarts (DESIGN §3, include/model/workload.h): the
+# The default deployment across restarts (docs/DESIGN.md §3, include/model/workload.h): the
 # agent as container/kubernetes/agent/sidecar/nodeset.yaml runs it, reading its
 # own subPath mounts, must never report a pod current that it cannot vouch
 # for. Each agent process runs in its own private mount namespace laid out as

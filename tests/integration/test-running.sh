@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# The running view (DESIGN §3) against real processes, the real /proc and real
+# The running view (docs/DESIGN.md §3) against real processes, the real /proc and real
 # bind mounts, through tests/tools/running-probe: a process found by name and
 # its files read through /proc/PID/root, a restart followed, the pidfd waking
 # on exit, the sentences for an absent or unreadable process, and kubelet's

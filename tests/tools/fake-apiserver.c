@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake-apiserver: a loopback stand-in for the Kubernetes API server, for the
- * integration tests of the agent's kube client (issue 4, DESIGN §4 and §6).
+ * integration tests of the agent's kube client (issue 4, docs/DESIGN.md §4 and §6).
  *
  *   fake-apiserver --pods FILE --token-file FILE --tls-cert FILE --tls-key FILE
  *                  [--port N] [--control-port N] [--namespace NS] [--verbose]
@@ -3111,7 +3111,7 @@ static enum MHD_Result api_process(Server *s, Request *r) {
                         return api_delete_pod(s, r, &rt);
                 if (!s->rbac && (streq(r->method, "PATCH") || streq(r->method, "PUT")))
                         /* without --rbac, the agent's Role: it may patch
-                         * pods/status only (DESIGN §6) */
+                         * pods/status only (docs/DESIGN.md §6) */
                         return api_answer(r, 403, forbidden_status(s, r), -1);
                 return method_not_allowed(r);
         case EP_PODS:

@@ -57,7 +57,7 @@ static const Row rows[] = {
          "ENROOT_DATA_PATH:added:cosmetic"},
         {"ignored key changes nothing", DOC_CONF, "NCCL_DEBUG=INFO\nENROOT_MOUNT_HOME=yes\n",
          "ENROOT_MOUNT_HOME=yes\n", DIFF_COSMETIC, ""},
-        /* enroot's loader skips MELLANOX_* and NVIDIA_* lines (DESIGN §5) */
+        /* enroot's loader skips MELLANOX_* and NVIDIA_* lines (docs/DESIGN.md §5) */
         {"MELLANOX value changes nothing", DOC_CONF,
          "MELLANOX_VISIBLE_DEVICES=none\nENROOT_MOUNT_HOME=yes\n",
          "MELLANOX_VISIBLE_DEVICES=all\nENROOT_MOUNT_HOME=yes\n", DIFF_COSMETIC, ""},

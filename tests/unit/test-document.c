@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The enroot.conf and .env models: one row per rule of DESIGN §5. */
+/* The enroot.conf and .env models: one row per rule of docs/DESIGN.md §5. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -46,7 +46,7 @@ static const PodRow pod_rows[] = {
          "{\"metadata\":{\"name\":\"w-1\",\"uid\":\"u1\"},\"status\":{\"conditions\":[" COND(
                  "True", "ConfigCurrent") "]}}",
          ROLE_WORKER, true, 0, "w-1", VERDICT_CURRENT, "ConfigCurrent", false, false},
-        /* Slinky's label names the Slurm node (DESIGN §4); under
+        /* Slinky's label names the Slurm node (docs/DESIGN.md §4); under
          * hostNetwork it is the Kubernetes node's name, not spec.hostname */
         {"label beats spec.hostname (hostNetwork)",
          "{\"metadata\":{\"name\":\"slurm-worker-slinky-0\",\"uid\":\"u0\",\"labels\":{"
