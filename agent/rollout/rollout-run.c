@@ -13,77 +13,22 @@
  * It acts on a pod's condition only when the pod's own agent wrote it: the
  * admission policies that ensure it are bound, and the condition was written
  * since (rollout_pod_verify()); other pods are reported unverified.
+ *
+ * This file is the run loop: what plan, apply, status and abort do once the
+ * command (cmd-rollout.c) has connected to the API server and Slurm.
  */
 #include <fcntl.h>
-#include <getopt.h>
 #include <time.h>
 
-#include "commands.h"
 #include "fileio.h"
 #include "kube.h"
 #include "log.h"
 #include "options.h"
 #include "report.h"
+#include "rollout-cmd.h"
 #include "rollout.h"
 #include "slurm.h"
 #include "timeutil.h"
-
-#define ROLLOUT_DEFAULT_WORKERS   "app.kubernetes.io/instance=slinky-slurm-worker-slinky"
-#define ROLLOUT_DEFAULT_LOGINS    "app.kubernetes.io/instance=slinky-slurm-login-slinky"
-#define ROLLOUT_DEFAULT_NAMESPACE "slurm"
-#define ROLLOUT_MAX_EXCLUDES      1024u
-/* How long a resumed node may take to answer slurmctld's ping. */
-#define ROLLOUT_RESPONDING_USEC   (60u * 1000000u)
-
-/* Exit statuses. */
-#define EXIT_ROLLOUT_DONE         0 /* done, or nothing to do */
-#define EXIT_ROLLOUT_BLOCKED      1 /* plan: work to do (or blocked); apply: blocked, nothing changed */
-#define EXIT_ROLLOUT_USAGE        2 /* bad option */
-#define EXIT_ROLLOUT_FAILED       3 /* a step failed or timed out: the cluster is as reported */
-
-typedef enum Action {
-        ACTION_PLAN,
-        ACTION_APPLY,
-        ACTION_STATUS,
-        ACTION_ABORT,
-} Action;
-
-typedef struct Args {
-        Action action;
-        const char *namespace, *kube_api, *sa_dir, *condition_type;
-        const char *selector[_ROLE_MAX];
-        bool node_from_hostname;
-        bool rolling;
-        unsigned batch;
-        const char *excludes[ROLLOUT_MAX_EXCLUDES];
-        size_t n_excludes;
-        uint64_t jobs_timeout_usec, pod_timeout_usec, poll_usec;
-        const char *rollout_id;
-        bool json;
-        bool trust_unprotected; /* --trust-unprotected-conditions */
-        SlurmConfig slurm;
-        const char *self; /* POD_NAME: never replaced */
-} Args;
-
-typedef struct Rollout {
-        const Args *args;
-        sd_event *event;
-        KubeClient *kube;
-        SlurmClient *slurm;
-        char *namespace;
-        char *api_url; /* for messages */
-        char id[ROLLOUT_ID_BYTES];
-        bool id_found; /* a rollout in progress was found in the cluster */
-        bool applying; /* apply runs: the id is this run's, found or new */
-        RolloutTrust trust;
-        RolloutPod *pods[_ROLE_MAX];
-        size_t n_pods[_ROLE_MAX];
-        SlurmNodeList *nodes;
-        json_t *report; /* the --format json document */
-        json_t *steps;
-} Rollout;
-
-static const char *const action_names[] = {"plan", "apply", "status", "abort"};
 
 /* ---------------------------------------------------------------------------
  * Output: progress lines on stdout (stderr with --format json), and steps in
@@ -913,286 +858,7 @@ static int apply(Rollout *r) {
         return resume_held(r, false);
 }
 
-/* ---------------------------------------------------------------------------
- * The command */
-
-static void help(void) {
-        printf("Usage: aicr-enroot-agent rollout [plan|apply|status|abort] [OPTIONS]\n\n"
-               "Replaces exactly the worker and login pods whose agent reports the enroot\n"
-               "configuration as drifted, following the maintenance procedure: drain their\n"
-               "Slurm nodes, wait for their jobs, replace worker pods one at a time, then login\n"
-               "pods, then resume the nodes this rollout drained. Every reason it sets names\n"
-               "the rollout, so an interrupted rollout is found again from the cluster.\n\n"
-               "  plan (default)            print what apply would do; change nothing\n"
-               "  apply                     do it (continues an interrupted rollout)\n"
-               "  status                    what a rollout in progress holds and what is left\n"
-               "  abort                     resume the nodes this rollout drained and did not\n"
-               "                            replace\n\n"
-               "  --namespace NS            the Slurm namespace (default $POD_NAMESPACE, else "
-               "slurm)\n"
-               "  --kube-api URL            https://HOST:PORT, or http://127.0.0.1:PORT through\n"
-               "                            kubectl proxy (default: in-cluster)\n"
-               "  --serviceaccount-dir DIR  token and ca.crt for https (default in-cluster)\n"
-               "  --worker-selector SEL     default " ROLLOUT_DEFAULT_WORKERS "\n"
-               "  --login-selector SEL      default " ROLLOUT_DEFAULT_LOGINS "\n"
-               "  --node-name hostname|pod  a worker's Slurm node: hostname (default): the\n"
-               "                            label " ROLLOUT_HOSTNAME_LABEL ",\n"
-               "                            else spec.hostname, else the pod name; pod: always\n"
-               "                            the pod name\n"
-               "  --condition-type TYPE     default " CONDITION_DEFAULT_TYPE "\n"
-               "  --strategy window|rolling window: drain all, replace, resume (the guide's);\n"
-               "                            rolling: --batch nodes at a time (default 1)\n"
-               "  --exclude NODE            leave this node alone (repeatable)\n"
-               "  --jobs-timeout SECONDS    wait this long for jobs to end (default 86400)\n"
-               "  --pod-timeout SECONDS     wait this long for each replacement (default 600)\n"
-               "  --poll-interval MS        how often to look while waiting (default 2000)\n"
-               "  --rollout-id ID           continue or abort this rollout\n"
-               "  --format text|json        json: a report on stdout, progress on stderr\n"
-               "  --trust-unprotected-conditions\n"
-               "                            believe every pod's condition, whoever wrote it\n"
-               "                            (clusters without the admission policies); by\n"
-               "                            default a condition counts only while the policies\n"
-               "                            " ROLLOUT_POLICY_OWN_POD " and\n"
-               "                            " ROLLOUT_POLICY_CONDITION "\n"
-               "                            are bound with Deny, and only when written since\n"
-               "  --sinfo, --squeue, --scontrol PATH   the Slurm commands\n\n"
-               "Exit status: 0 done or nothing to do; 1 plan/status: work to do, or blocked\n"
-               "(nothing changed); 2 bad option; 3 a step failed or timed out.\n");
-}
-
-static int parse_seconds(const char *opt, const char *s, uint64_t unit, uint64_t *ret) {
-        char *end;
-        unsigned long long v;
-
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno || *end || end == s || *s == '-' || v == 0 || v > 1000000000ull) {
-                log_error("%s: \"%s\" is not a positive number.", opt, s);
-                return -EINVAL;
-        }
-        *ret = v * unit;
-        return 0;
-}
-
-static int parse_args(int argc, char **argv, Args *a) {
-        static const struct option options[] = {
-                {"namespace", required_argument, NULL, 'n'},
-                {"kube-api", required_argument, NULL, 'A'},
-                {"serviceaccount-dir", required_argument, NULL, 'S'},
-                {"worker-selector", required_argument, NULL, 'w'},
-                {"login-selector", required_argument, NULL, 'l'},
-                {"node-name", required_argument, NULL, 'N'},
-                {"condition-type", required_argument, NULL, 't'},
-                {"strategy", required_argument, NULL, 's'},
-                {"batch", required_argument, NULL, 'b'},
-                {"exclude", required_argument, NULL, 'x'},
-                {"jobs-timeout", required_argument, NULL, 'J'},
-                {"pod-timeout", required_argument, NULL, 'P'},
-                {"poll-interval", required_argument, NULL, 'i'},
-                {"rollout-id", required_argument, NULL, 'r'},
-                {"format", required_argument, NULL, 'f'},
-                {"trust-unprotected-conditions", no_argument, NULL, 'T'},
-                {"sinfo", required_argument, NULL, '1'},
-                {"squeue", required_argument, NULL, '2'},
-                {"scontrol", required_argument, NULL, '3'},
-                {"help", no_argument, NULL, 'h'},
-                {},
-        };
-        uint64_t v;
-        int c;
-
-        *a = (Args){
-                .namespace = getenv("POD_NAMESPACE"),
-                .sa_dir = OPTIONS_DEFAULT_SERVICEACCOUNT_DIR,
-                .condition_type = CONDITION_DEFAULT_TYPE,
-                .selector = {ROLLOUT_DEFAULT_WORKERS, ROLLOUT_DEFAULT_LOGINS},
-                .node_from_hostname = true,
-                .batch = 1,
-                .jobs_timeout_usec = 86400ull * 1000000u,
-                .pod_timeout_usec = 600ull * 1000000u,
-                .poll_usec = 2000ull * 1000u,
-                .self = getenv("POD_NAME"),
-        };
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
-                switch (c) {
-                case 'n':
-                        a->namespace = optarg;
-                        break;
-                case 'A':
-                        a->kube_api = optarg;
-                        break;
-                case 'S':
-                        a->sa_dir = optarg;
-                        break;
-                case 'w':
-                        a->selector[ROLE_WORKER] = optarg;
-                        break;
-                case 'l':
-                        a->selector[ROLE_LOGIN] = optarg;
-                        break;
-                case 'N':
-                        if (!streq(optarg, "hostname") && !streq(optarg, "pod")) {
-                                log_error("--node-name: \"%s\" is not hostname or pod.", optarg);
-                                return -EINVAL;
-                        }
-                        a->node_from_hostname = streq(optarg, "hostname");
-                        break;
-                case 't':
-                        if (!condition_type_is_valid(optarg)) {
-                                log_error("--condition-type: \"%s\" is not a qualified name.",
-                                          optarg);
-                                return -EINVAL;
-                        }
-                        a->condition_type = optarg;
-                        break;
-                case 's':
-                        if (!streq(optarg, "window") && !streq(optarg, "rolling")) {
-                                log_error("--strategy: \"%s\" is not window or rolling.", optarg);
-                                return -EINVAL;
-                        }
-                        a->rolling = streq(optarg, "rolling");
-                        break;
-                case 'b':
-                        if (parse_seconds("--batch", optarg, 1, &v) < 0)
-                                return -EINVAL;
-                        a->batch = v > 65536 ? 65536 : (unsigned) v;
-                        break;
-                case 'x':
-                        if (a->n_excludes >= ROLLOUT_MAX_EXCLUDES) {
-                                log_error("--exclude: more than %u nodes.", ROLLOUT_MAX_EXCLUDES);
-                                return -EINVAL;
-                        }
-                        a->excludes[a->n_excludes++] = optarg;
-                        break;
-                case 'J':
-                        if (parse_seconds("--jobs-timeout", optarg, 1000000u,
-                                          &a->jobs_timeout_usec) < 0)
-                                return -EINVAL;
-                        break;
-                case 'P':
-                        if (parse_seconds("--pod-timeout", optarg, 1000000u, &a->pod_timeout_usec) <
-                            0)
-                                return -EINVAL;
-                        break;
-                case 'i':
-                        if (parse_seconds("--poll-interval", optarg, 1000u, &a->poll_usec) < 0)
-                                return -EINVAL;
-                        break;
-                case 'r':
-                        if (!rollout_id_parse(optarg, NULL)) {
-                                log_error("--rollout-id: \"%s\" is not a rollout id "
-                                          "(YYYYMMDDTHHMMSSZ).",
-                                          optarg);
-                                return -EINVAL;
-                        }
-                        a->rollout_id = optarg;
-                        break;
-                case 'f':
-                        if (!streq(optarg, "text") && !streq(optarg, "json")) {
-                                log_error("--format: \"%s\" is not text or json.", optarg);
-                                return -EINVAL;
-                        }
-                        a->json = streq(optarg, "json");
-                        break;
-                case 'T':
-                        a->trust_unprotected = true;
-                        break;
-                case '1':
-                        a->slurm.sinfo = optarg;
-                        break;
-                case '2':
-                        a->slurm.squeue = optarg;
-                        break;
-                case '3':
-                        a->slurm.scontrol = optarg;
-                        break;
-                case 'h':
-                        help();
-                        return 1;
-                default:
-                        log_error("Try \"aicr-enroot-agent rollout --help\".");
-                        return -EINVAL;
-                }
-        if (optind < argc) {
-                size_t i;
-                for (i = 0; i < ELEMENTSOF(action_names); i++)
-                        if (streq(argv[optind], action_names[i]))
-                                break;
-                if (i == ELEMENTSOF(action_names) || optind + 1 < argc) {
-                        log_error("rollout: \"%s\" is not plan, apply, status or abort.",
-                                  argv[optind]);
-                        return -EINVAL;
-                }
-                a->action = (Action) i;
-        }
-        return 0;
-}
-
-static int connect_kube(Rollout *r) {
-        const Args *a = r->args;
-        _cleanup_free_ char *url = NULL, *ca = NULL, *token = NULL;
-        const char *host = getenv("KUBERNETES_SERVICE_HOST"),
-                   *port = getenv("KUBERNETES_SERVICE_PORT");
-        bool plain;
-        int k;
-
-        if (a->kube_api)
-                url = strdup(a->kube_api);
-        else if (host && *host)
-                k = asprintf(&url, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
-                             port && *port ? port : "443");
-        else {
-                log_error("The API server is unknown: give --kube-api (for example "
-                          "http://127.0.0.1:8001 through `kubectl proxy`) or run in a pod.");
-                return -EINVAL;
-        }
-        if (!url)
-                return log_oom();
-        r->api_url = strdup(url);
-        if (!r->api_url)
-                return log_oom();
-        if (kube_api_url_check(url, &plain) < 0)
-                plain = false; /* kube_client_new() below says what is wrong */
-        if (!plain && (asprintf(&ca, "%s/ca.crt", a->sa_dir) < 0 ||
-                       asprintf(&token, "%s/token", a->sa_dir) < 0))
-                return log_oom();
-        if (ca && access(ca, R_OK) < 0) {
-                /* not in a pod: the system's CAs, and no token */
-                free(ca);
-                free(token);
-                ca = token = NULL;
-        }
-        r->namespace =
-                strdup(a->namespace && *a->namespace ? a->namespace : ROLLOUT_DEFAULT_NAMESPACE);
-        if (!r->namespace)
-                return log_oom();
-        k = sd_event_new(&r->event);
-        if (k < 0)
-                return log_error_errno(k, "Cannot create an event loop: %m");
-        k = kube_client_new(r->event,
-                            &(KubeConfig){.api_url = url,
-                                          .ca_file = ca,
-                                          .token_file = token,
-                                          .user_agent = PACKAGE_NAME "-rollout/" PACKAGE_VERSION},
-                            &r->kube);
-        if (k == -EPROTONOSUPPORT)
-                return log_error_errno(k,
-                                       "--kube-api: \"%s\" is neither https:// nor http:// to "
-                                       "this machine (localhost, [::1] or 127.x.y.z: kubectl "
-                                       "proxy).",
-                                       url);
-        if (k == -EINVAL)
-                return log_error_errno(k,
-                                       "--kube-api: \"%s\" is not SCHEME://HOST[:PORT][/PATH] "
-                                       "(no user name, query or fragment).",
-                                       url);
-        if (k < 0)
-                return log_error_errno(k, "Cannot use the API server %s: %m", url);
-        return 0;
-}
-
-static void rollout_done(Rollout *r) {
+void rollout_done(Rollout *r) {
         kube_client_free(r->kube);
         sd_event_unref(r->event);
         slurm_client_free(r->slurm);
@@ -1218,101 +884,85 @@ static int finish(Rollout *r, int status, const char *result) {
         return status;
 }
 
-int cmd_rollout(int argc, char **argv) {
-        _cleanup_(rollout_done) Rollout r = {};
-        Args a;
+int rollout_run(Rollout *r) {
+        const RolloutArgs *a = r->args;
         size_t work, blockers, unverified;
         int k;
 
-        k = parse_args(argc, argv, &a);
-        if (k != 0)
-                return k > 0 ? EXIT_ROLLOUT_DONE : EXIT_ROLLOUT_USAGE;
-        r.args = &a;
-        r.report = json_object();
-        r.steps = json_array();
-        if (!r.report || !r.steps)
-                return log_oom(), EXIT_ROLLOUT_FAILED;
+        if (load(r) < 0)
+                return finish(r, EXIT_ROLLOUT_FAILED, "failed: could not read the cluster");
 
-        if (connect_kube(&r) < 0)
-                return EXIT_ROLLOUT_USAGE;
-        k = slurm_client_new(&a.slurm, &r.slurm);
-        if (k < 0)
-                return log_error_errno(k, "Cannot set up the Slurm commands: %m"),
-                       EXIT_ROLLOUT_USAGE;
-        if (load(&r) < 0)
-                return finish(&r, EXIT_ROLLOUT_FAILED, "failed: could not read the cluster");
+        (void) json_object_set_new(r->report, "rollout_id", json_string(r->id));
+        (void) json_object_set_new(r->report, "action",
+                                   json_string(rollout_action_to_string(a->action)));
+        (void) json_object_set_new(r->report, "strategy",
+                                   json_string(a->rolling ? "rolling" : "window"));
+        (void) json_object_set_new(r->report, "in_progress", json_boolean(r->id_found));
 
-        (void) json_object_set_new(r.report, "rollout_id", json_string(r.id));
-        (void) json_object_set_new(r.report, "action", json_string(action_names[a.action]));
-        (void) json_object_set_new(r.report, "strategy",
-                                   json_string(a.rolling ? "rolling" : "window"));
-        (void) json_object_set_new(r.report, "in_progress", json_boolean(r.id_found));
+        say(r, "rollout %s%s (%s), namespace %s:", r->id, r->id_found ? " (in progress)" : "",
+            a->rolling ? "rolling" : "window", r->namespace);
+        describe(r);
+        work = count_work(r);
+        blockers = report_blockers(r);
 
-        say(&r, "rollout %s%s (%s), namespace %s:", r.id, r.id_found ? " (in progress)" : "",
-            a.rolling ? "rolling" : "window", r.namespace);
-        describe(&r);
-        work = count_work(&r);
-        blockers = report_blockers(&r);
-
-        unverified = count_unverified(&r);
-        switch (a.action) {
+        unverified = count_unverified(r);
+        switch (a->action) {
         case ACTION_PLAN:
         case ACTION_STATUS:
                 if (blockers > 0)
-                        return finish(&r, EXIT_ROLLOUT_BLOCKED, "blocked");
+                        return finish(r, EXIT_ROLLOUT_BLOCKED, "blocked");
                 if (work == 0 && unverified > 0)
-                        return finish(&r, EXIT_ROLLOUT_BLOCKED,
+                        return finish(r, EXIT_ROLLOUT_BLOCKED,
                                       "unverified: nothing to do for the pods whose condition "
                                       "is believed; the unverified ones are left alone");
                 if (work == 0)
-                        return finish(&r, EXIT_ROLLOUT_DONE, "nothing to do: every pod is current");
-                return finish(&r, EXIT_ROLLOUT_BLOCKED,
-                              a.action == ACTION_PLAN
+                        return finish(r, EXIT_ROLLOUT_DONE, "nothing to do: every pod is current");
+                return finish(r, EXIT_ROLLOUT_BLOCKED,
+                              a->action == ACTION_PLAN
                                       ? "planned: run `rollout apply` to do it"
                                       : "in progress: `rollout apply` continues, "
                                         "`rollout abort` returns the drained nodes");
         case ACTION_ABORT:
-                if (!r.id_found && !a.rollout_id)
-                        return finish(&r, EXIT_ROLLOUT_DONE, "nothing to abort");
-                k = resume_held(&r, true);
-                return finish(&r, k < 0 ? EXIT_ROLLOUT_FAILED : EXIT_ROLLOUT_DONE,
+                if (!r->id_found && !a->rollout_id)
+                        return finish(r, EXIT_ROLLOUT_DONE, "nothing to abort");
+                k = resume_held(r, true);
+                return finish(r, k < 0 ? EXIT_ROLLOUT_FAILED : EXIT_ROLLOUT_DONE,
                               k < 0 ? "failed: see the messages above" : "aborted");
         case ACTION_APPLY:
                 if (blockers > 0)
-                        return finish(&r, EXIT_ROLLOUT_BLOCKED, "blocked: nothing was changed");
+                        return finish(r, EXIT_ROLLOUT_BLOCKED, "blocked: nothing was changed");
                 if (work == 0 && unverified > 0)
-                        return finish(&r, EXIT_ROLLOUT_BLOCKED,
+                        return finish(r, EXIT_ROLLOUT_BLOCKED,
                                       "unverified: nothing was changed; the unverified pods are "
                                       "left alone");
                 if (work == 0)
-                        return finish(&r, EXIT_ROLLOUT_DONE, "nothing to do: every pod is current");
-                r.applying = true;
-                k = apply(&r);
+                        return finish(r, EXIT_ROLLOUT_DONE, "nothing to do: every pod is current");
+                r->applying = true;
+                k = apply(r);
                 if (k < 0) {
                         /* With the id: a node whose pod was deleted carries the
                          * preStop hook's reason until the replacement is done,
                          * and when no other node carries this rollout's reason,
                          * only the id finds the rollout again. */
-                        say(&r,
+                        say(r,
                             "Stopped. The nodes this rollout holds carry reasons starting with "
                             "\"" ROLLOUT_REASON_PREFIX "%s\", or the preStop hook's: "
                             "`rollout status --rollout-id %s` shows them, `rollout apply "
                             "--rollout-id %s` continues, `rollout abort --rollout-id %s` returns "
                             "those not replaced.",
-                            r.id, r.id, r.id, r.id);
-                        return finish(&r, EXIT_ROLLOUT_FAILED,
-                                      k == -ETIME ? "timed out" : "failed");
+                            r->id, r->id, r->id, r->id);
+                        return finish(r, EXIT_ROLLOUT_FAILED, k == -ETIME ? "timed out" : "failed");
                 }
                 /* Verify: read everything again. */
-                if (load(&r) < 0)
-                        return finish(&r, EXIT_ROLLOUT_FAILED, "failed: could not verify");
-                describe(&r);
-                if (count_work(&r) > 0)
-                        return finish(&r, EXIT_ROLLOUT_FAILED, "incomplete: see the pods above");
-                if (count_unverified(&r) > 0)
-                        return finish(&r, EXIT_ROLLOUT_FAILED,
+                if (load(r) < 0)
+                        return finish(r, EXIT_ROLLOUT_FAILED, "failed: could not verify");
+                describe(r);
+                if (count_work(r) > 0)
+                        return finish(r, EXIT_ROLLOUT_FAILED, "incomplete: see the pods above");
+                if (count_unverified(r) > 0)
+                        return finish(r, EXIT_ROLLOUT_FAILED,
                                       "incomplete: the unverified pods above were left alone");
-                return finish(&r, EXIT_ROLLOUT_DONE,
+                return finish(r, EXIT_ROLLOUT_DONE,
                               "done: every pod is current and every node this rollout drained is "
                               "back in service");
         }
