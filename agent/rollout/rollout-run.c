@@ -90,13 +90,13 @@ static int kube_request(Rollout *r, KubeVerb verb, const char *method, const cha
         if (k < 0)
                 return log_error_errno(k, "%s %s: cannot send the request: %m", method, path);
         if (ret->status == 0) {
-                /* kube.c reports a failed TLS handshake (a refused certificate) as -EPROTO */
-                log_error("%s %s%s: no answer: %s. %s", method, r->api_url, path,
-                          strnull(ret->error_detail),
-                          ret->error == -EPROTO
-                                  ? "Is ca.crt the cluster's CA, and does the API server's "
-                                    "certificate name the host in the URL?"
-                                  : "Is the API server reachable from here?");
+                const char *hint = kube_error_hint(ret->error);
+
+                /* the daemon's hint after a refused TLS handshake, else a word
+                 * on the network */
+                log_error("%s %s%s: no answer: %s%s.%s", method, r->api_url, path,
+                          strnull(ret->error_detail), hint,
+                          *hint ? "" : " Is the API server reachable from here?");
                 kube_result_done(ret);
                 return -EIO;
         }
