@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "incluster.h"
 #include "kube.h"
 #include "log.h"
 #include "rollout-cmd.h"
@@ -16,20 +17,19 @@
 static int connect_kube(Rollout *r) {
         const RolloutArgs *a = r->args;
         _cleanup_free_ char *url = NULL, *ca = NULL, *token = NULL;
-        const char *host = getenv("KUBERNETES_SERVICE_HOST"),
-                   *port = getenv("KUBERNETES_SERVICE_PORT");
         bool plain;
         int k;
 
         if (a->kube_api)
                 url = strdup(a->kube_api);
-        else if (host && *host)
-                k = asprintf(&url, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
-                             port && *port ? port : "443");
         else {
-                log_error("The API server is unknown: give --kube-api (for example "
-                          "http://127.0.0.1:8001 through `kubectl proxy`) or run in a pod.");
-                return -EINVAL;
+                k = incluster_api_url(&url);
+                if (k == -ENOENT) {
+                        log_error(
+                                "The API server is unknown: give --kube-api (for example "
+                                "http://127.0.0.1:8001 through `kubectl proxy`) or run in a pod.");
+                        return -EINVAL;
+                }
         }
         if (!url)
                 return log_oom();
@@ -38,8 +38,7 @@ static int connect_kube(Rollout *r) {
                 return log_oom();
         if (kube_api_url_check(url, &plain) < 0)
                 plain = false; /* kube_client_new() below says what is wrong */
-        if (!plain && (asprintf(&ca, "%s/ca.crt", a->sa_dir) < 0 ||
-                       asprintf(&token, "%s/token", a->sa_dir) < 0))
+        if (!plain && incluster_credential_paths(a->sa_dir, &ca, &token) < 0)
                 return log_oom();
         if (ca && access(ca, R_OK) < 0) {
                 /* not in a pod: the system's CAs, and no token */
