@@ -10,10 +10,13 @@
  * this program links libagent.a without the daemon's libraries, so a probe
  * path that reached for one would not link.
  *
- * Everything else (the daemon, --check-config, --help, --version, lint,
- * diff, rollout) is the full program, aicr-enroot-agentd, executed with the
- * same arguments in the same process: systemd's Type=notify, kubelet and
- * signals see no difference.
+ * `rollout` is the operator's tool, aicr-enroot-rollout, executed with the
+ * arguments from "rollout" on. Everything else (the daemon, --check-config,
+ * --help, --version, lint, diff) is the full program, aicr-enroot-agentd,
+ * executed with the same arguments. Either runs in the same process:
+ * systemd's Type=notify, kubelet, signals and exit statuses see no
+ * difference. Both are found the same way, from a build tree or an
+ * installation.
  */
 #include <limits.h>
 #include <unistd.h>
@@ -24,8 +27,9 @@
 #include "options.h"
 
 #define FULL_PROGRAM        "aicr-enroot-agentd"
+#define ROLLOUT_PROGRAM     "aicr-enroot-rollout"
 /* From bindir to pkglibexecdir in the default layout ($prefix/bin, $prefix/libexec). */
-#define LIBEXEC_FROM_BINDIR "/../libexec/" PACKAGE "/" FULL_PROGRAM
+#define LIBEXEC_FROM_BINDIR "/../libexec/" PACKAGE "/"
 
 /* Only the probe is answered here; a command, an error or anything else is
  * for the full program, which says the same things the same way. */
@@ -54,8 +58,11 @@ static int try_exec(const char *path, char **argv) {
         return log_error_errno(r, "Cannot run %s: %m.", path);
 }
 
-static int exec_full(char **argv) {
-        char self[PATH_MAX], path[PATH_MAX + sizeof LIBEXEC_FROM_BINDIR];
+/* Execs the program name with argv; what is a few words on what it runs,
+ * for the message when it is missing. Returns only on failure, with the exit
+ * status. */
+static int exec_program(const char *name, const char *what, char **argv) {
+        char self[PATH_MAX], path[PATH_MAX + sizeof LIBEXEC_FROM_BINDIR + NAME_MAX];
         ssize_t n;
         int r;
 
@@ -71,21 +78,23 @@ static int exec_full(char **argv) {
                 slash = strrchr(self, '/');
                 if (slash) {
                         *slash = '\0';
-                        (void) snprintf(path, sizeof path, "%s/%s", self, FULL_PROGRAM);
+                        (void) snprintf(path, sizeof path, "%s/%s", self, name);
                         r = try_exec(path, argv);
                         if (r < 0)
                                 return EXIT_TROUBLE;
-                        (void) snprintf(path, sizeof path, "%s%s", self, LIBEXEC_FROM_BINDIR);
+                        (void) snprintf(path, sizeof path, "%s%s%s", self, LIBEXEC_FROM_BINDIR,
+                                        name);
                         r = try_exec(path, argv);
                         if (r < 0)
                                 return EXIT_TROUBLE;
                 }
         }
-        r = try_exec(PKGLIBEXECDIR "/" FULL_PROGRAM, argv);
+        (void) snprintf(path, sizeof path, "%s/%s", PKGLIBEXECDIR, name);
+        r = try_exec(path, argv);
         if (r == 0)
-                log_error("Cannot find %s, the program that runs every command but --check: "
+                log_error("Cannot find %s, the program that runs %s: "
                           "install it in %s or beside this program.",
-                          FULL_PROGRAM, PKGLIBEXECDIR);
+                          name, what, PKGLIBEXECDIR);
         return EXIT_TROUBLE;
 }
 
@@ -93,8 +102,12 @@ int main(int argc, char **argv) {
         _cleanup_(options_done) Options o = {};
 
         log_setup();
+        /* The rollout tool gets the arguments from "rollout" on: its argv[0]
+         * is the command's name, as when the full program ran it. */
+        if (argc > 1 && streq(argv[1], "rollout"))
+                return exec_program(ROLLOUT_PROGRAM, "rollout", argv + 1);
         if (!is_probe(argc, argv, &o))
-                return exec_full(argv);
+                return exec_program(FULL_PROGRAM, "every command but --check and rollout", argv);
         log_set_max_level(o.log_level);
         return check_run(o.listen, o.require_current, o.check_timeout_usec);
 }

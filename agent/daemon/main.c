@@ -2,7 +2,8 @@
 /*
  * aicr-enroot-agent: tells which pods run an enroot configuration that no
  * longer matches the ConfigMap, and why. main() only dispatches: the daemon,
- * the readiness probe, or a one-shot command.
+ * the readiness probe, or a one-shot command (lint, diff; rollout is
+ * aicr-enroot-rollout).
  */
 #include <stdio.h>
 #include <sys/prctl.h>
@@ -76,7 +77,7 @@ int main(int argc, char **argv) {
 
         log_setup();
 
-        /* The daemon and rollout hold a service-account token: no core dump
+        /* The daemon holds a service-account token: no core dump
          * of it, and no /proc/PID/mem, environ or fd for another process of
          * the same uid (the kernel makes /proc/PID root's). The process
          * still reads its own /proc/self. */
@@ -89,8 +90,14 @@ int main(int argc, char **argv) {
                 return cmd_lint(argc - 1, argv + 1);
         if (argc > 1 && streq(argv[1], "diff"))
                 return cmd_diff(argc - 1, argv + 1);
-        if (argc > 1 && streq(argv[1], "rollout"))
-                return cmd_rollout(argc - 1, argv + 1);
+        if (argc > 1 && streq(argv[1], "rollout")) {
+                /* The rollout tool is its own program: the daemon links none
+                 * of it. */
+                log_error("rollout is the program aicr-enroot-rollout: run \"aicr-enroot-agent "
+                          "rollout\", which finds it, or %s/aicr-enroot-rollout.",
+                          PKGLIBEXECDIR);
+                return EXIT_TROUBLE;
+        }
 
         r = options_parse(argc, argv, &o, &error);
         if (r < 0) {

@@ -11,6 +11,7 @@
 #include "document.h"
 #include "evaluate.h"
 #include "httpd.h"
+#include "incluster.h"
 #include "log.h"
 #include "manager.h"
 #include "fileio.h"
@@ -657,34 +658,6 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
-/* The namespace file of the service account directory, when no option or
- * POD_NAMESPACE named one. */
-static int read_namespace(const char *sa_dir, char **ret) {
-        _cleanup_free_ char *path = NULL, *data = NULL;
-        size_t len;
-        int r;
-
-        if (asprintf(&path, "%s/namespace", sa_dir) < 0)
-                return log_oom();
-        r = read_file_at(AT_FDCWD, path, 0, OPTIONS_MAX_NAMESPACE_LENGTH + 2, &data, &len);
-        if (r < 0)
-                return log_error_errno(r,
-                                       "The pod's namespace is unknown: set POD_NAMESPACE from "
-                                       "the downward API (fieldRef metadata.namespace), or mount "
-                                       "it at \"%s\" (%m).",
-                                       path);
-        while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r'))
-                data[--len] = '\0';
-        for (size_t i = 0; i < len; i++)
-                if (!((data[i] >= 'a' && data[i] <= 'z') || (data[i] >= '0' && data[i] <= '9') ||
-                      data[i] == '-'))
-                        len = 0;
-        if (len == 0 || strlen(data) != len)
-                return log_error_errno(-EBADMSG, "\"%s\" does not hold a namespace name.", path);
-        *ret = TAKE_PTR(data);
-        return 0;
-}
-
 static int start_podsync(Manager *m) {
         const Options *o = m->options;
         _cleanup_free_ char *ns = NULL, *ca = NULL, *token = NULL;
@@ -701,13 +674,15 @@ static int start_podsync(Manager *m) {
                 if (!ns)
                         return log_oom();
         } else {
-                r = read_namespace(o->serviceaccount_dir, &ns);
+                /* when no option or POD_NAMESPACE named one */
+                r = incluster_read_namespace(o->serviceaccount_dir, &ns);
                 if (r < 0)
                         return r;
         }
-        if (asprintf(&ca, "%s/ca.crt", o->serviceaccount_dir) < 0 ||
-            asprintf(&token, "%s/token", o->serviceaccount_dir) < 0)
+        if (incluster_credential_paths(o->serviceaccount_dir, &ca, &token) < 0)
                 return log_oom();
+        /* The daemon trusts the pod's CA alone, so that no other CA can vouch
+         * for a server and be sent the token: without it, no condition. */
         if (access(ca, R_OK) < 0)
                 return log_error_errno(negative_errno(),
                                        "Cannot read the API server's CA bundle \"%s\" (%m): mount "

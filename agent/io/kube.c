@@ -109,6 +109,13 @@ const char *kube_client_api_url(const KubeClient *c) {
         return c->api_url;
 }
 
+const char *kube_error_hint(int error) {
+        /* a failed TLS handshake (a refused certificate) is -EPROTO (error_from_curl()) */
+        return error == -EPROTO ? " (TLS: is the service account's ca.crt the cluster's CA, and "
+                                  "does the API server's certificate name the host in the URL?)"
+                                : "";
+}
+
 /* ---------------------------------------------------------------------------
  * Calls */
 

@@ -191,12 +191,7 @@ static Outcome classify(PodSync *s, Channel ch, KubeVerb verb, const char *what,
                 log_full_errno(first ? LOG_WARNING : LOG_DEBUG, r->error,
                                "Kubernetes API %s: %s failed: %s%s; retrying in %.1f s.",
                                kube_client_api_url(s->client), what, r->error_detail,
-                               r->error == -EPROTO
-                                       ? " (TLS: is the service account's ca.crt the cluster's "
-                                         "CA, and does the API server's certificate name the "
-                                         "host in the URL?)"
-                                       : "",
-                               (double) delay / 1e6);
+                               kube_error_hint(r->error), (double) delay / 1e6);
                 *ret_delay = delay;
                 return OUTCOME_RETRY;
         }

@@ -531,6 +531,19 @@ int options_parse(int argc, char **argv, Options *ret, char **ret_error) {
         return 0;
 }
 
+int options_service_api_url(const char *host, const char *port, char **ret_url) {
+        char *url;
+
+        if (!host || !*host)
+                return -ENOENT;
+        /* kubelet sets an IPv6 service address without brackets. */
+        if (asprintf(&url, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
+                     port && *port ? port : "443") < 0)
+                return -ENOMEM;
+        *ret_url = url;
+        return 0;
+}
+
 int options_apply_environment(Options *o, const char *(*lookup)(const char *name),
                               char **ret_error) {
         static const struct {
@@ -570,9 +583,7 @@ int options_apply_environment(Options *o, const char *(*lookup)(const char *name
         if (!o->kube_api && host && *host) {
                 _cleanup_free_ char *url = NULL;
 
-                /* kubelet sets an IPv6 service address without brackets. */
-                if (asprintf(&url, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
-                             port && *port ? port : "443") < 0)
+                if (options_service_api_url(host, port, &url) < 0)
                         return -ENOMEM;
                 if (check_api_url("KUBERNETES_SERVICE_HOST/_PORT", url, ret_error) < 0)
                         return -EINVAL;

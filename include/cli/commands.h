@@ -13,5 +13,3 @@
 
 int cmd_lint(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
-/* Exit statuses of its own: see its --help. */
-int cmd_rollout(int argc, char **argv);

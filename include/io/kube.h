@@ -105,6 +105,11 @@ KubeCall *kube_call_cancel(KubeCall *call);
 const KubeStats *kube_client_stats(const KubeClient *c);
 /* The API server's URL as configured, for messages. Borrowed, as above. */
 const char *kube_client_api_url(const KubeClient *c);
+/* For a message about a request that got no answer (KubeResult.error): after
+ * a refused TLS handshake (-EPROTO), " (TLS: ...)" naming what to look at, as
+ * no request reached the server and nothing on its side tells; otherwise "".
+ * Static. */
+const char *kube_error_hint(int error);
 
 /* A finished request, owned (kube_result_done()). */
 typedef struct KubeResult {

@@ -91,6 +91,12 @@ typedef struct Options {
 int options_parse(int argc, char **argv, Options *ret, char **ret_error);
 void options_done(Options *o);
 
+/* The API server's URL from kubelet's KUBERNETES_SERVICE_HOST and _PORT
+ * (in every container of a pod): https://HOST:PORT, an IPv6 address in
+ * brackets, port 443 when port is NULL or empty. Returns 0 with a new string,
+ * -ENOENT when host is NULL or empty, -ENOMEM. */
+int options_service_api_url(const char *host, const char *port, char **ret_url);
+
 /* Reads what the options leave to the environment: POD_NAME, POD_NAMESPACE,
  * POD_UID (the downward API) and KUBERNETES_SERVICE_HOST/_PORT (kubelet), and
  * decides o->kube_enabled: --kube on requires an API address and a pod name;

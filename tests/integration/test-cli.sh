@@ -38,6 +38,24 @@ grep -q '^not ready: cannot connect to 127.0.0.1:1' "$WORK/out" && pass ||
 cp "$full" "$WORK/prefix/libexec/aicr-enroot-agent/aicr-enroot-agentd"
 expect_status 0 "$WORK/prefix/bin/aicr-enroot-agent" --version
 grep -q '^aicr-enroot-agent [0-9]' "$WORK/out" && pass || fail "--version through libexec printed: $(cat "$WORK/out")"
+# rollout is aicr-enroot-rollout, found the same way; the daemon's program
+# has none of it and says where it is.
+rollout_prog=$(dirname "$AGENT")/aicr-enroot-rollout
+[ -x "$rollout_prog" ] && pass || fail "no aicr-enroot-rollout beside $AGENT"
+expect_status 2 "$WORK/prefix/bin/aicr-enroot-agent" rollout --help
+grep -q 'Cannot find aicr-enroot-rollout, the program that runs rollout' "$WORK/err" && pass ||
+        fail "a missing aicr-enroot-rollout is not named: $(cat "$WORK/err")"
+expect_status 2 "$full" rollout --help
+grep -q 'rollout is the program aicr-enroot-rollout: run "aicr-enroot-agent rollout"' "$WORK/err" &&
+        pass || fail "aicr-enroot-agentd rollout does not say where rollout is: $(cat "$WORK/err")"
+cp "$rollout_prog" "$WORK/prefix/libexec/aicr-enroot-agent/aicr-enroot-rollout"
+expect_status 0 "$WORK/prefix/bin/aicr-enroot-agent" rollout --help
+grep -q '^Usage: aicr-enroot-agent rollout' "$WORK/out" && pass ||
+        fail "rollout --help through libexec printed: $(cat "$WORK/out")"
+# the arguments from "rollout" on: getopt names the command as before
+expect_status 2 "$WORK/prefix/bin/aicr-enroot-agent" rollout --frobnicate
+grep -q "^rollout: unrecognized option '--frobnicate'" "$WORK/err" && pass ||
+        fail "rollout --frobnicate through libexec: $(cat "$WORK/err")"
 chmod a-x "$WORK/prefix/libexec/aicr-enroot-agent/aicr-enroot-agentd"
 if [ "$(id -u)" -ne 0 ] || ! "$WORK/prefix/libexec/aicr-enroot-agent/aicr-enroot-agentd" --version >/dev/null 2>&1; then
         expect_status 2 "$WORK/prefix/bin/aicr-enroot-agent" lint /dev/null

@@ -234,6 +234,11 @@ expect_status 1 in_image diff /run/aicr-enroot/configmap/enroot.conf /run/aicr-e
 grep -q 'ENROOT_MOUNT_HOME: changed' "$WORK/out" && pass || fail "diff in the image printed: $(cat "$WORK/out")"
 expect_status 0 in_image --desired-dir /run/aicr-enroot/configmap --running-root /run/aicr-enroot/running \
         --check-config
+# No rollout program in the image: rollout needs the Slurm commands, which
+# the image does not have (container/Containerfile); the front door says so.
+expect_status 2 in_image rollout plan
+grep -q 'Cannot find aicr-enroot-rollout, the program that runs rollout' "$WORK/err" && pass ||
+        fail "rollout in the image: $(cat "$WORK/out" "$WORK/err")"
 
 # --- the daemon, as the pod runs it --------------------------------------------
 kube_args=()

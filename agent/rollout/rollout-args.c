@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The rollout command's arguments: its options, their defaults and --help.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "condition-type.h"
+#include "log.h"
+#include "options.h"
+#include "rollout-cmd.h"
+
+static const char *const action_names[] = {"plan", "apply", "status", "abort"};
+
+const char *rollout_action_to_string(RolloutAction a) {
+        return (size_t) a < ELEMENTSOF(action_names) ? action_names[a] : NULL;
+}
+
+static void help(void) {
+        printf("Usage: aicr-enroot-agent rollout [plan|apply|status|abort] [OPTIONS]\n\n"
+               "Replaces exactly the worker and login pods whose agent reports the enroot\n"
+               "configuration as drifted, following the maintenance procedure: drain their\n"
+               "Slurm nodes, wait for their jobs, replace worker pods one at a time, then login\n"
+               "pods, then resume the nodes this rollout drained. Every reason it sets names\n"
+               "the rollout, so an interrupted rollout is found again from the cluster.\n\n"
+               "  plan (default)            print what apply would do; change nothing\n"
+               "  apply                     do it (continues an interrupted rollout)\n"
+               "  status                    what a rollout in progress holds and what is left\n"
+               "  abort                     resume the nodes this rollout drained and did not\n"
+               "                            replace\n\n"
+               "  --namespace NS            the Slurm namespace (default $POD_NAMESPACE, else "
+               "slurm)\n"
+               "  --kube-api URL            https://HOST:PORT, or http://127.0.0.1:PORT through\n"
+               "                            kubectl proxy (default: in-cluster)\n"
+               "  --serviceaccount-dir DIR  token and ca.crt for https (default in-cluster)\n"
+               "  --worker-selector SEL     default " ROLLOUT_DEFAULT_WORKERS "\n"
+               "  --login-selector SEL      default " ROLLOUT_DEFAULT_LOGINS "\n"
+               "  --node-name hostname|pod  a worker's Slurm node: hostname (default): the\n"
+               "                            label " ROLLOUT_HOSTNAME_LABEL ",\n"
+               "                            else spec.hostname, else the pod name; pod: always\n"
+               "                            the pod name\n"
+               "  --condition-type TYPE     default " CONDITION_DEFAULT_TYPE "\n"
+               "  --strategy window|rolling window: drain all, replace, resume (the guide's);\n"
+               "                            rolling: --batch nodes at a time (default 1)\n"
+               "  --exclude NODE            leave this node alone (repeatable)\n"
+               "  --jobs-timeout SECONDS    wait this long for jobs to end (default 86400)\n"
+               "  --pod-timeout SECONDS     wait this long for each replacement (default 600)\n"
+               "  --poll-interval MS        how often to look while waiting (default 2000)\n"
+               "  --rollout-id ID           continue or abort this rollout\n"
+               "  --format text|json        json: a report on stdout, progress on stderr\n"
+               "  --trust-unprotected-conditions\n"
+               "                            believe every pod's condition, whoever wrote it\n"
+               "                            (clusters without the admission policies); by\n"
+               "                            default a condition counts only while the policies\n"
+               "                            " ROLLOUT_POLICY_OWN_POD " and\n"
+               "                            " ROLLOUT_POLICY_CONDITION "\n"
+               "                            are bound with Deny, and only when written since\n"
+               "  --sinfo, --squeue, --scontrol PATH   the Slurm commands\n\n"
+               "Exit status: 0 done or nothing to do; 1 plan/status: work to do, or blocked\n"
+               "(nothing changed); 2 bad option; 3 a step failed or timed out.\n");
+}
+
+static int parse_seconds(const char *opt, const char *s, uint64_t unit, uint64_t *ret) {
+        char *end;
+        unsigned long long v;
+
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno || *end || end == s || *s == '-' || v == 0 || v > 1000000000ull) {
+                log_error("%s: \"%s\" is not a positive number.", opt, s);
+                return -EINVAL;
+        }
+        *ret = v * unit;
+        return 0;
+}
+
+int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
+        static const struct option options[] = {
+                {"namespace", required_argument, NULL, 'n'},
+                {"kube-api", required_argument, NULL, 'A'},
+                {"serviceaccount-dir", required_argument, NULL, 'S'},
+                {"worker-selector", required_argument, NULL, 'w'},
+                {"login-selector", required_argument, NULL, 'l'},
+                {"node-name", required_argument, NULL, 'N'},
+                {"condition-type", required_argument, NULL, 't'},
+                {"strategy", required_argument, NULL, 's'},
+                {"batch", required_argument, NULL, 'b'},
+                {"exclude", required_argument, NULL, 'x'},
+                {"jobs-timeout", required_argument, NULL, 'J'},
+                {"pod-timeout", required_argument, NULL, 'P'},
+                {"poll-interval", required_argument, NULL, 'i'},
+                {"rollout-id", required_argument, NULL, 'r'},
+                {"format", required_argument, NULL, 'f'},
+                {"trust-unprotected-conditions", no_argument, NULL, 'T'},
+                {"sinfo", required_argument, NULL, '1'},
+                {"squeue", required_argument, NULL, '2'},
+                {"scontrol", required_argument, NULL, '3'},
+                {"help", no_argument, NULL, 'h'},
+                {},
+        };
+        uint64_t v;
+        int c;
+
+        *a = (RolloutArgs){
+                .namespace = getenv("POD_NAMESPACE"),
+                .sa_dir = OPTIONS_DEFAULT_SERVICEACCOUNT_DIR,
+                .condition_type = CONDITION_DEFAULT_TYPE,
+                .selector = {ROLLOUT_DEFAULT_WORKERS, ROLLOUT_DEFAULT_LOGINS},
+                .node_from_hostname = true,
+                .batch = 1,
+                .jobs_timeout_usec = 86400ull * 1000000u,
+                .pod_timeout_usec = 600ull * 1000000u,
+                .poll_usec = 2000ull * 1000u,
+                .self = getenv("POD_NAME"),
+        };
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'n':
+                        a->namespace = optarg;
+                        break;
+                case 'A':
+                        a->kube_api = optarg;
+                        break;
+                case 'S':
+                        a->sa_dir = optarg;
+                        break;
+                case 'w':
+                        a->selector[ROLE_WORKER] = optarg;
+                        break;
+                case 'l':
+                        a->selector[ROLE_LOGIN] = optarg;
+                        break;
+                case 'N':
+                        if (!streq(optarg, "hostname") && !streq(optarg, "pod")) {
+                                log_error("--node-name: \"%s\" is not hostname or pod.", optarg);
+                                return -EINVAL;
+                        }
+                        a->node_from_hostname = streq(optarg, "hostname");
+                        break;
+                case 't':
+                        if (!condition_type_is_valid(optarg)) {
+                                log_error("--condition-type: \"%s\" is not a qualified name.",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        a->condition_type = optarg;
+                        break;
+                case 's':
+                        if (!streq(optarg, "window") && !streq(optarg, "rolling")) {
+                                log_error("--strategy: \"%s\" is not window or rolling.", optarg);
+                                return -EINVAL;
+                        }
+                        a->rolling = streq(optarg, "rolling");
+                        break;
+                case 'b':
+                        if (parse_seconds("--batch", optarg, 1, &v) < 0)
+                                return -EINVAL;
+                        a->batch = v > 65536 ? 65536 : (unsigned) v;
+                        break;
+                case 'x':
+                        if (a->n_excludes >= ROLLOUT_MAX_EXCLUDES) {
+                                log_error("--exclude: more than %u nodes.", ROLLOUT_MAX_EXCLUDES);
+                                return -EINVAL;
+                        }
+                        a->excludes[a->n_excludes++] = optarg;
+                        break;
+                case 'J':
+                        if (parse_seconds("--jobs-timeout", optarg, 1000000u,
+                                          &a->jobs_timeout_usec) < 0)
+                                return -EINVAL;
+                        break;
+                case 'P':
+                        if (parse_seconds("--pod-timeout", optarg, 1000000u, &a->pod_timeout_usec) <
+                            0)
+                                return -EINVAL;
+                        break;
+                case 'i':
+                        if (parse_seconds("--poll-interval", optarg, 1000u, &a->poll_usec) < 0)
+                                return -EINVAL;
+                        break;
+                case 'r':
+                        if (!rollout_id_parse(optarg, NULL)) {
+                                log_error("--rollout-id: \"%s\" is not a rollout id "
+                                          "(YYYYMMDDTHHMMSSZ).",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        a->rollout_id = optarg;
+                        break;
+                case 'f':
+                        if (!streq(optarg, "text") && !streq(optarg, "json")) {
+                                log_error("--format: \"%s\" is not text or json.", optarg);
+                                return -EINVAL;
+                        }
+                        a->json = streq(optarg, "json");
+                        break;
+                case 'T':
+                        a->trust_unprotected = true;
+                        break;
+                case '1':
+                        a->slurm.sinfo = optarg;
+                        break;
+                case '2':
+                        a->slurm.squeue = optarg;
+                        break;
+                case '3':
+                        a->slurm.scontrol = optarg;
+                        break;
+                case 'h':
+                        help();
+                        return 1;
+                default:
+                        log_error("Try \"aicr-enroot-agent rollout --help\".");
+                        return -EINVAL;
+                }
+        if (optind < argc) {
+                size_t i;
+                for (i = 0; i < ELEMENTSOF(action_names); i++)
+                        if (streq(argv[optind], action_names[i]))
+                                break;
+                if (i == ELEMENTSOF(action_names) || optind + 1 < argc) {
+                        log_error("rollout: \"%s\" is not plan, apply, status or abort.",
+                                  argv[optind]);
+                        return -EINVAL;
+                }
+                a->action = (RolloutAction) i;
+        }
+        return 0;
+}

@@ -1,0 +1,970 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * aicr-enroot-agent rollout [plan|apply|status|abort] [OPTIONS]
+ *
+ * The guide's maintenance procedure for an enroot configuration change,
+ * applied to the pods that need it: drain the Slurm nodes of stale worker
+ * pods (never with NodeName=ALL, never over another reason), wait for their
+ * allocations to end, replace the worker pods one at a time, then the login
+ * pods, and only then resume what this rollout drained. Every reason it sets
+ * carries the rollout id, so an interrupted rollout is found again from the
+ * cluster itself. A command-line program: it blocks, and talks to Slurm
+ * through its commands and to Kubernetes through the agent's client.
+ * It acts on a pod's condition only when the pod's own agent wrote it: the
+ * admission policies that ensure it are bound, and the condition was written
+ * since (rollout_pod_verify()); other pods are reported unverified.
+ *
+ * This file is the run loop: what plan, apply, status and abort do once the
+ * command (cmd-rollout.c) has connected to the API server and Slurm.
+ */
+#include <fcntl.h>
+#include <time.h>
+
+#include "fileio.h"
+#include "kube.h"
+#include "log.h"
+#include "options.h"
+#include "report.h"
+#include "rollout-cmd.h"
+#include "rollout.h"
+#include "slurm-client.h"
+#include "timeutil.h"
+
+/* ---------------------------------------------------------------------------
+ * Output: progress lines on stdout (stderr with --format json), and steps in
+ * the JSON report. */
+
+static void say(const Rollout *r, const char *fmt, ...) _printf_(2, 3);
+static void say(const Rollout *r, const char *fmt, ...) {
+        FILE *f = r->args->json ? stderr : stdout;
+        time_t t = time(NULL);
+        struct tm tm;
+        char stamp[16] = "";
+        va_list ap;
+
+        /* A maintenance runs for hours: every line says when. */
+        if (localtime_r(&t, &tm))
+                (void) strftime(stamp, sizeof stamp, "%H:%M:%S ", &tm);
+        (void) fputs(stamp, f);
+        va_start(ap, fmt);
+        (void) vfprintf(f, fmt, ap);
+        va_end(ap);
+        (void) fputc('\n', f);
+        (void) fflush(f);
+}
+
+static void step(Rollout *r, const char *what, const char *target, const char *result,
+                 const char *detail) {
+        json_t *s = json_pack("{s:s, s:s?, s:s, s:s?}", "step", what, "target", target, "result",
+                              result, "detail", detail);
+        if (s)
+                (void) json_array_append_new(r->steps, s);
+}
+
+static void sleep_usec(uint64_t usec) {
+        struct timespec ts = {.tv_sec = (time_t) (usec / 1000000u),
+                              .tv_nsec = (long) (usec % 1000000u) * 1000};
+        (void) nanosleep(&ts, NULL);
+}
+
+static bool excluded(const Rollout *r, const char *node) {
+        for (size_t i = 0; node && i < r->args->n_excludes; i++)
+                if (streq(r->args->excludes[i], node))
+                        return true;
+        return false;
+}
+
+/* ---------------------------------------------------------------------------
+ * Kubernetes */
+
+static int kube_request(Rollout *r, KubeVerb verb, const char *method, const char *path,
+                        const char *body, KubeResult *ret) {
+        int k = kube_call_sync(r->kube,
+                               &(KubeRequest){.verb = verb,
+                                              .method = method,
+                                              .path = path,
+                                              .body = body,
+                                              .content_type = body ? "application/json" : NULL,
+                                              .timeout_usec = 30u * 1000000u},
+                               ret);
+        if (k < 0)
+                return log_error_errno(k, "%s %s: cannot send the request: %m", method, path);
+        if (ret->status == 0) {
+                const char *hint = kube_error_hint(ret->error);
+
+                /* the daemon's hint after a refused TLS handshake, else a word
+                 * on the network */
+                log_error("%s %s%s: no answer: %s%s.%s", method, r->api_url, path,
+                          strnull(ret->error_detail), hint,
+                          *hint ? "" : " Is the API server reachable from here?");
+                kube_result_done(ret);
+                return -EIO;
+        }
+        return 0;
+}
+
+/* Logs a failed answer: the request, the code, the server's message and,
+ * for 401 and 403, what to check. */
+static int answer_error(const Rollout *r, const char *method, const char *path,
+                        const KubeResult *res) {
+        KubeStatus st;
+
+        kube_status_parse(res->body, res->body_len, &st);
+        return log_error_errno(
+                -EIO, "%s %s%s: %ld %s: %s%s%s", method, r->api_url, path, res->status,
+                st.reason[0] ? st.reason : "error", st.message[0] ? st.message : "no message",
+                res->status == 401   ? ". The API server does not accept the credentials: the "
+                                       "token in --serviceaccount-dir, or kubectl proxy's "
+                                       "own login"
+                : res->status == 403 ? ". The rollout needs list, get and delete on pods in "
+                                       "namespace "
+                                     : "",
+                res->status == 403 ? r->namespace : "");
+}
+
+static int list_pods(Rollout *r, RolloutRole role) {
+        _cleanup_(kube_result_done) KubeResult res = {};
+        _cleanup_free_ char *path = NULL;
+        char sel[2048];
+        json_t *list;
+        const char *error = NULL;
+        int k;
+
+        if (kube_url_escape(r->args->selector[role], sel, sizeof sel) < 0 ||
+            asprintf(&path, "/api/v1/namespaces/%s/pods?labelSelector=%s", r->namespace, sel) < 0)
+                return log_oom();
+        k = kube_request(r, KUBE_VERB_LIST, "GET", path, NULL, &res);
+        if (k < 0)
+                return k;
+        if (res.status != 200)
+                return answer_error(r, "GET", path, &res);
+        list = json_loadb(res.body, res.body_len, 0, NULL);
+        if (!list)
+                return log_error_errno(-EBADMSG, "GET %s: the answer is not JSON.", path);
+        r->pods[role] = rollout_pods_free(r->pods[role], r->n_pods[role]);
+        r->n_pods[role] = 0;
+        k = rollout_pods_from_list(list, role, r->args->condition_type, r->args->node_from_hostname,
+                                   &r->pods[role], &r->n_pods[role], &error);
+        json_decref(list);
+        if (k == -ENOMEM)
+                return log_oom();
+        if (k < 0)
+                return log_error_errno(k, "GET %s: %s.", path, error ? error : "too many pods");
+        for (size_t i = 0; i < r->n_pods[role]; i++)
+                if (rollout_pod_verify(&r->pods[role][i], &r->trust,
+                                       (int64_t) (now_usec(CLOCK_REALTIME) / 1000000u)) < 0)
+                        return log_oom();
+        return 0;
+}
+
+/* One pod by name: 1 with *ret, 0 when it does not exist. */
+static int get_pod(Rollout *r, const char *name, RolloutRole role, RolloutPod *ret) {
+        _cleanup_(kube_result_done) KubeResult res = {};
+        _cleanup_free_ char *path = NULL;
+        json_t *pod;
+        int k;
+
+        if (asprintf(&path, "/api/v1/namespaces/%s/pods/%s", r->namespace, name) < 0)
+                return log_oom();
+        k = kube_request(r, KUBE_VERB_GET, "GET", path, NULL, &res);
+        if (k < 0)
+                return k;
+        if (res.status == 404)
+                return 0;
+        if (res.status != 200)
+                return answer_error(r, "GET", path, &res);
+        pod = json_loadb(res.body, res.body_len, 0, NULL);
+        k = pod ? rollout_pod_from_json(pod, role, r->args->condition_type,
+                                        r->args->node_from_hostname, ret, NULL)
+                : -EBADMSG;
+        json_decref(pod);
+        if (k < 0)
+                return log_error_errno(k, "GET %s: the answer is not a usable pod.", path);
+        if (rollout_pod_verify(ret, &r->trust, (int64_t) (now_usec(CLOCK_REALTIME) / 1000000u)) <
+            0) {
+                rollout_pod_done(ret);
+                return log_oom();
+        }
+        return 1;
+}
+
+/* GET of a cluster-scoped admission object: 1 with *ret, 0 when it does not
+ * exist, -EACCES when the rollout may not read it (*ret_why says so), else
+ * a failure (logged). */
+static int get_admission(Rollout *r, const char *resource, const char *name, json_t **ret,
+                         char **ret_why) {
+        _cleanup_(kube_result_done) KubeResult res = {};
+        _cleanup_free_ char *path = NULL;
+        KubeStatus st;
+        int k;
+
+        if (asprintf(&path, "/apis/admissionregistration.k8s.io/v1/%s/%s", resource, name) < 0)
+                return log_oom();
+        k = kube_request(r, KUBE_VERB_GET, "GET", path, NULL, &res);
+        if (k < 0)
+                return k;
+        if (res.status == 404)
+                return 0;
+        if (res.status == 401 || res.status == 403) {
+                kube_status_parse(res.body, res.body_len, &st);
+                if (asprintf(ret_why,
+                             "GET %s: %ld %s (the rollout needs get on validatingadmissionpolicies "
+                             "and validatingadmissionpolicybindings, cluster-wide)",
+                             path, res.status, st.reason[0] ? st.reason : "Forbidden") < 0)
+                        return log_oom();
+                return -EACCES;
+        }
+        if (res.status != 200)
+                return answer_error(r, "GET", path, &res);
+        *ret = json_loadb(res.body, res.body_len, 0, NULL);
+        if (!*ret)
+                return log_error_errno(-EBADMSG, "GET %s: the answer is not JSON.", path);
+        return 1;
+}
+
+/* Whether the admission policies that leave each pod's condition to its own
+ * agent are in force, and since when: r->trust. */
+static int read_trust(Rollout *r) {
+        static const char *const names[] = {ROLLOUT_POLICY_OWN_POD, ROLLOUT_POLICY_CONDITION};
+        int64_t since = 0;
+
+        rollout_trust_done(&r->trust);
+        r->trust.unchecked = r->args->trust_unprotected;
+        if (r->trust.unchecked)
+                return 0;
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                _cleanup_(json_decrefp) json_t *policy = NULL, *binding = NULL;
+                int64_t t = 0;
+                int k;
+
+                k = get_admission(r, "validatingadmissionpolicies", names[i], &policy,
+                                  &r->trust.why_not);
+                if (k >= 0)
+                        k = get_admission(r, "validatingadmissionpolicybindings", names[i],
+                                          &binding, &r->trust.why_not);
+                if (k == -EACCES)
+                        return 0;
+                if (k < 0)
+                        return k;
+                k = rollout_policy_check(
+                        policy, binding, names[i],
+                        streq(names[i], ROLLOUT_POLICY_CONDITION) ? r->args->condition_type : NULL,
+                        &t, &r->trust.why_not);
+                if (k == -ENOMEM)
+                        return log_oom();
+                if (k < 0)
+                        return 0;
+                since = t > since ? t : since;
+        }
+        r->trust.since_sec = since;
+        return 0;
+}
+
+static int delete_pod(Rollout *r, const RolloutPod *p) {
+        _cleanup_(kube_result_done) KubeResult res = {};
+        _cleanup_free_ char *path = NULL, *body = NULL;
+        int k;
+
+        /* The UID precondition: only the pod that was judged stale goes. */
+        if (asprintf(&path, "/api/v1/namespaces/%s/pods/%s", r->namespace, p->name) < 0 ||
+            asprintf(&body,
+                     "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"preconditions\":"
+                     "{\"uid\":\"%s\"}}",
+                     p->uid) < 0)
+                return log_oom();
+        k = kube_request(r, KUBE_VERB_DELETE, "DELETE", path, body, &res);
+        if (k < 0)
+                return k;
+        if (res.status == 404)
+                return 0; /* gone already: its replacement is what we wait for */
+        if (res.status == 409) {
+                KubeStatus st;
+
+                kube_status_parse(res.body, res.body_len, &st);
+                /* The name is another pod's now: the stale one was deleted
+                 * and replaced meanwhile (its controller, an operator). That
+                 * one is what we wait for, as after our own delete; it is
+                 * never deleted in its place. */
+                if (kube_status_is_uid_conflict(&st)) {
+                        say(r,
+                            "  pod %s was replaced meanwhile (the UID precondition failed: %s): "
+                            "waiting for the new pod",
+                            p->name, st.message);
+                        return 0;
+                }
+        }
+        if (res.status != 200 && res.status != 202)
+                return answer_error(r, "DELETE", path, &res);
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Slurm */
+
+static int read_nodes(Rollout *r) {
+        _cleanup_(slurm_command_report_done) SlurmCommandReport rep = {};
+        int k;
+
+        r->nodes = slurm_node_list_free(r->nodes);
+        k = slurm_read_nodes(r->slurm, &r->nodes, &rep);
+        if (k < 0)
+                return log_error_errno(k, "Cannot read the Slurm nodes: %s",
+                                       rep.error ? rep.error : "failed");
+        return 0;
+}
+
+static int set_nodes(Rollout *r, char **names, size_t n, bool drain) {
+        _cleanup_(slurm_command_report_done) SlurmCommandReport rep = {};
+        _cleanup_free_ char *reason = rollout_reason(r->id);
+        int k;
+
+        if (n == 0)
+                return 0;
+        if (!reason)
+                return log_oom();
+        k = drain ? slurm_drain_nodes(r->slurm, names, n, reason, &rep)
+                  : slurm_resume_nodes(r->slurm, names, n, &rep);
+        if (k < 0)
+                return log_error_errno(k, "Cannot %s the nodes: %s", drain ? "drain" : "resume",
+                                       rep.error ? rep.error : "failed");
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * The state of the cluster */
+
+static const RolloutPod *worker_of_node(const Rollout *r, const char *node) {
+        for (size_t i = 0; i < r->n_pods[ROLE_WORKER]; i++)
+                if (streq(r->pods[ROLE_WORKER][i].node, node))
+                        return &r->pods[ROLE_WORKER][i];
+        return NULL;
+}
+
+/* Reads pods and nodes; finds the id of a rollout in progress. */
+static int load(Rollout *r) {
+        char found[ROLLOUT_ID_BYTES] = "";
+        int k;
+
+        k = read_trust(r);
+        if (k < 0)
+                return k;
+        for (RolloutRole role = 0; role < _ROLE_MAX; role++) {
+                k = list_pods(r, role);
+                if (k < 0)
+                        return k;
+        }
+        k = read_nodes(r);
+        if (k < 0)
+                return k;
+
+        for (size_t i = 0; i < r->nodes->n_nodes; i++) {
+                char id[ROLLOUT_ID_BYTES];
+
+                if (!rollout_reason_id(r->nodes->nodes[i].reason, id))
+                        continue;
+                if (found[0] && !streq(found, id))
+                        return log_error_errno(-EBUSY,
+                                               "Nodes carry the reasons of two rollouts, %s and "
+                                               "%s: finish or abort one with --rollout-id.",
+                                               found, id);
+                memcpy(found, id, sizeof found);
+        }
+        if (r->args->rollout_id)
+                memcpy(r->id, r->args->rollout_id, ROLLOUT_ID_BYTES);
+        else if (found[0])
+                memcpy(r->id, found, sizeof found);
+        else
+                rollout_id_format(now_usec(CLOCK_REALTIME), r->id);
+        r->id_found = found[0] && streq(found, r->id);
+        return 0;
+}
+
+static NodeClaim claim_of(const Rollout *r, const SlurmNode *n) {
+        return rollout_node_claim(n,
+                                  r->id_found || r->applying || r->args->rollout_id ? r->id : NULL);
+}
+
+/* Nodes out of service for someone else's reasons: the guide says stop. */
+static size_t report_blockers(Rollout *r) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < r->nodes->n_nodes; i++) {
+                const SlurmNode *node = &r->nodes->nodes[i];
+                NodeClaim c = claim_of(r, node);
+                _cleanup_free_ char *why = NULL;
+
+                if (excluded(r, node->name) || (c != CLAIM_FOREIGN && c != CLAIM_OTHER_ROLLOUT))
+                        continue;
+                if (asprintf(&why, "%s, reason \"%s\"%s%s", node->state, node->reason,
+                             node->reason_user[0] ? " set by " : "", node->reason_user) < 0)
+                        why = NULL;
+                say(r,
+                    "blocked: node %s is out of service for a reason that is not this "
+                    "rollout's: %s.",
+                    node->name, strnull(why));
+                step(r, "preflight", node->name, "blocked", why);
+                n++;
+        }
+        for (size_t i = 0; i < r->n_pods[ROLE_WORKER]; i++) {
+                const RolloutPod *p = &r->pods[ROLE_WORKER][i];
+
+                if (p->verdict != VERDICT_STALE || excluded(r, p->node) ||
+                    slurm_node_list_find(r->nodes, p->node))
+                        continue;
+                say(r,
+                    "blocked: worker pod %s maps to Slurm node %s, which Slurm does not know "
+                    "(see --node-name).",
+                    p->name, p->node);
+                step(r, "preflight", p->node, "blocked", "unknown to Slurm");
+                n++;
+        }
+        if (n > 0)
+                say(r, "Nothing was changed. Return those nodes to service, or leave them out "
+                       "with --exclude NODE.");
+        return n;
+}
+
+static bool wanted(const Rollout *r, const RolloutPod *p) {
+        return p->verdict == VERDICT_STALE && !excluded(r, p->node) &&
+               !(r->args->self && streq(r->args->self, p->name));
+}
+
+/* The nodes this rollout holds (drained with its reason, or replaced). */
+static bool held(const Rollout *r, const SlurmNode *n) {
+        NodeClaim c = claim_of(r, n);
+        return c == CLAIM_OURS || c == CLAIM_REPLACED;
+}
+
+static size_t count_unverified(const Rollout *r) {
+        size_t n = 0;
+
+        for (RolloutRole role = 0; role < _ROLE_MAX; role++)
+                for (size_t i = 0; i < r->n_pods[role]; i++)
+                        n += r->pods[role][i].verdict == VERDICT_UNVERIFIED &&
+                             !excluded(r, r->pods[role][i].node);
+        return n;
+}
+
+static size_t count_work(const Rollout *r) {
+        size_t n = 0;
+
+        for (RolloutRole role = 0; role < _ROLE_MAX; role++)
+                for (size_t i = 0; i < r->n_pods[role]; i++)
+                        n += wanted(r, &r->pods[role][i]);
+        for (size_t i = 0; i < r->nodes->n_nodes; i++)
+                n += held(r, &r->nodes->nodes[i]);
+        return n;
+}
+
+static void describe(Rollout *r) {
+        json_t *pods = json_array(), *nodes = json_array();
+
+        for (RolloutRole role = 0; role < _ROLE_MAX; role++)
+                for (size_t i = 0; i < r->n_pods[role]; i++) {
+                        const RolloutPod *p = &r->pods[role][i];
+                        const char *action = wanted(r, p)                    ? "replace"
+                                             : p->verdict == VERDICT_CURRENT ? "keep"
+                                             : r->args->self && streq(r->args->self, p->name)
+                                                     ? "skip (runs this rollout)"
+                                             : excluded(r, p->node) ? "skip (excluded)"
+                                             : p->verdict == VERDICT_UNVERIFIED
+                                                     ? "skip (unverified)"
+                                                     : "skip (unknown)";
+
+                        say(r, "  %-6s %-32s %-20s %-10s %s (%s)", rollout_role_to_string(role),
+                            p->name, strempty(p->node), pod_verdict_to_string(p->verdict), action,
+                            p->why);
+                        (void) json_array_append_new(
+                                pods, json_pack("{s:s, s:s, s:s, s:s?, s:s, s:s, s:b, s:s}", "name",
+                                                p->name, "uid", p->uid, "role",
+                                                rollout_role_to_string(role), "node", p->node,
+                                                "verdict", pod_verdict_to_string(p->verdict), "why",
+                                                p->why, "ready", p->ready, "action", action));
+                }
+        for (size_t i = 0; i < r->nodes->n_nodes; i++) {
+                const SlurmNode *n = &r->nodes->nodes[i];
+                (void) json_array_append_new(
+                        nodes, json_pack("{s:s, s:s, s:s, s:s}", "name", n->name, "state", n->state,
+                                         "reason", n->reason, "claim",
+                                         node_claim_to_string(claim_of(r, n))));
+        }
+        (void) json_object_set_new(r->report, "pods", pods);
+        (void) json_object_set_new(r->report, "nodes", nodes);
+        (void) json_object_set_new(r->report, "conditions_protected",
+                                   r->trust.unchecked ? json_null()
+                                                      : json_boolean(!r->trust.why_not));
+        if (r->trust.unchecked)
+                say(r, "--trust-unprotected-conditions: every pod's condition is believed, "
+                       "whoever wrote it.");
+        else if (r->trust.why_not && count_unverified(r) > 0)
+                say(r,
+                    "unverified: no condition is believed: %s. Apply "
+                    "container/kubernetes/validatingadmissionpolicy.yaml (Kubernetes 1.30 and "
+                    "later), or see --trust-unprotected-conditions.",
+                    r->trust.why_not);
+        else if (count_unverified(r) > 0)
+                say(r,
+                    "unverified: %zu pod(s) whose condition was not written since the admission "
+                    "policies were bound: left alone until their agent writes it again or they "
+                    "are replaced.",
+                    count_unverified(r));
+}
+
+/* ---------------------------------------------------------------------------
+ * Waiting */
+
+static int wait_jobs(Rollout *r, char **names, size_t n) {
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + r->args->jobs_timeout_usec, said = 0;
+
+        for (;;) {
+                _cleanup_(slurm_command_report_done) SlurmCommandReport rep = {};
+                _cleanup_(slurm_job_list_freep) SlurmJobList *jobs = NULL;
+                size_t active = 0;
+                int k = slurm_read_jobs(r->slurm, names, n, &jobs, &rep);
+
+                if (k < 0)
+                        return log_error_errno(k, "Cannot read the jobs: %s",
+                                               rep.error ? rep.error : "failed");
+                for (size_t i = 0; i < jobs->n_jobs; i++)
+                        active += slurm_job_is_active(&jobs->jobs[i]);
+                if (active == 0) {
+                        step(r, "wait-jobs", NULL, "done", NULL);
+                        return 0;
+                }
+                if (now_usec(CLOCK_MONOTONIC) >= deadline) {
+                        say(r, "Timed out: %zu job(s) still hold the drained nodes.", active);
+                        step(r, "wait-jobs", NULL, "timeout", NULL);
+                        return -ETIME;
+                }
+                if (now_usec(CLOCK_MONOTONIC) - said >= 30u * 1000000u) {
+                        say(r,
+                            "waiting for %zu job(s) to end on the drained nodes (job %u: %s on "
+                            "%s)...",
+                            active, jobs->jobs[0].job_id, jobs->jobs[0].state, jobs->jobs[0].nodes);
+                        said = now_usec(CLOCK_MONOTONIC);
+                }
+                sleep_usec(r->args->poll_usec);
+        }
+}
+
+/* A worker's replacement: a new UID, Ready, current, and its node back in
+ * Slurm's view (responding). */
+static int wait_replacement(Rollout *r, const RolloutPod *old, const SlurmNode *before) {
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + r->args->pod_timeout_usec;
+        int64_t boot = before ? before->boot_time_sec : 0,
+                start = before ? before->slurmd_start_time_sec : 0;
+        const char *missing = "the pod"; /* what it still waits for */
+
+        for (;;) {
+                _cleanup_(rollout_pod_done) RolloutPod p = {};
+                int k = get_pod(r, old->name, old->role, &p);
+
+                if (k < 0)
+                        return k;
+                if (k == 0 || streq(p.uid, old->uid) || p.terminating)
+                        missing = "a new pod";
+                else if (!p.ready)
+                        missing = "the new pod to be Ready";
+                else if (p.verdict != VERDICT_CURRENT)
+                        missing = "the new pod to say EnrootConfigCurrent=True";
+                else {
+                        const SlurmNode *n;
+
+                        k = read_nodes(r);
+                        if (k < 0)
+                                return k;
+                        /* Registered again: slurmd started anew (or the node
+                         * rebooted) since the delete, and it answers. */
+                        n = slurm_node_list_find(r->nodes, old->node);
+                        if (!n || (n->flags & SLURM_NODE_NOT_RESPONDING) ||
+                            ((start || boot) && n->slurmd_start_time_sec == start &&
+                             n->boot_time_sec == boot))
+                                missing = "its Slurm node to register again";
+                        else
+                                return 0;
+                }
+                if (now_usec(CLOCK_MONOTONIC) >= deadline) {
+                        say(r,
+                            "Timed out waiting for the replacement of pod %s: still waiting "
+                            "for %s.",
+                            old->name, missing);
+                        return -ETIME;
+                }
+                sleep_usec(r->args->poll_usec);
+        }
+}
+
+/* A login pod's replacement: the old one gone, and as many Ready, current
+ * login pods as were Ready before. */
+static int wait_login(Rollout *r, const RolloutPod *old, size_t ready_before) {
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + r->args->pod_timeout_usec;
+
+        for (;;) {
+                size_t ready = 0;
+                bool old_seen = false;
+                int k = list_pods(r, ROLE_LOGIN);
+
+                if (k < 0)
+                        return k;
+                for (size_t i = 0; i < r->n_pods[ROLE_LOGIN]; i++) {
+                        const RolloutPod *p = &r->pods[ROLE_LOGIN][i];
+                        old_seen |= streq(p->uid, old->uid);
+                        ready += p->ready && !p->terminating && p->verdict == VERDICT_CURRENT;
+                }
+                if (!old_seen && ready >= ready_before)
+                        return 0;
+                if (now_usec(CLOCK_MONOTONIC) >= deadline) {
+                        say(r, "Timed out waiting for the replacement of login pod %s.", old->name);
+                        return -ETIME;
+                }
+                sleep_usec(r->args->poll_usec);
+        }
+}
+
+/* ---------------------------------------------------------------------------
+ * The actions */
+
+static int replace_worker(Rollout *r, const RolloutPod *p) {
+        char *name = p->node;
+        SlurmNode before = {};
+        const SlurmNode *n;
+        int k;
+
+        say(r, "replace: worker pod %s (node %s)", p->name, p->node);
+        k = read_nodes(r);
+        if (k < 0)
+                return k;
+        n = slurm_node_list_find(r->nodes, p->node);
+        if (n)
+                before = (SlurmNode){.boot_time_sec = n->boot_time_sec,
+                                     .slurmd_start_time_sec = n->slurmd_start_time_sec};
+        k = delete_pod(r, p);
+        if (k >= 0)
+                k = wait_replacement(r, p, n ? &before : NULL);
+        if (k < 0) {
+                step(r, "replace", p->name, k == -ETIME ? "timeout" : "failed", p->node);
+                return k;
+        }
+        /* The preStop hook left it DOWN with its own reason: hold it with ours
+         * until the resume, so a later run knows it. */
+        k = set_nodes(r, &name, 1, true);
+        if (k < 0)
+                return k;
+        step(r, "replace", p->name, "done", p->node);
+        say(r, "  pod %s replaced: Ready, %s=True, node %s registered", p->name,
+            r->args->condition_type, p->node);
+        return 0;
+}
+
+/* Drains the nodes of a batch of stale workers, waits for their jobs, and
+ * replaces the pods one at a time. */
+static int do_workers(Rollout *r, RolloutPod *const *batch, size_t n) {
+        _cleanup_free_ char **names = calloc(n + 1, sizeof(char *));
+        size_t m = 0;
+        int k;
+
+        if (!names)
+                return log_oom();
+        for (size_t i = 0; i < n; i++)
+                names[m++] = batch[i]->node;
+        if (m == 0)
+                return 0;
+        say(r, "drain: %zu node(s), reason \"" ROLLOUT_REASON_PREFIX "%s: ...\"", m, r->id);
+        k = read_nodes(r);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < m; i++) {
+                const SlurmNode *node = slurm_node_list_find(r->nodes, names[i]);
+                NodeClaim c = node ? claim_of(r, node) : CLAIM_FOREIGN;
+
+                /* Held already (an earlier run): nothing to do. */
+                if (c == CLAIM_OURS)
+                        continue;
+                /* Someone took it out of service since the plan: never overwrite that. */
+                if (c == CLAIM_FOREIGN || c == CLAIM_OTHER_ROLLOUT) {
+                        say(r, "blocked: node %s is now %s, reason \"%s\": not draining it.",
+                            names[i], node ? node->state : "unknown to Slurm",
+                            node ? node->reason : "");
+                        step(r, "drain", names[i], "blocked", node ? node->reason : NULL);
+                        return -EBUSY;
+                }
+                k = set_nodes(r, &names[i], 1, true);
+                if (k < 0) {
+                        step(r, "drain", names[i], "failed", NULL);
+                        return k;
+                }
+                step(r, "drain", names[i], "done", NULL);
+        }
+        k = wait_jobs(r, names, m);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < n; i++) {
+                k = replace_worker(r, batch[i]);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+/* slurmctld marks a resumed node not responding until its next ping: wait
+ * for that, so "back in service" is what the summary says. Not an error
+ * when it takes longer: the summary shows the state. */
+static int wait_responding(Rollout *r, char **names, size_t n) {
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + ROLLOUT_RESPONDING_USEC;
+
+        for (;;) {
+                size_t waiting = 0;
+                int k = read_nodes(r);
+
+                if (k < 0)
+                        return k;
+                for (size_t i = 0; i < n; i++) {
+                        const SlurmNode *node = slurm_node_list_find(r->nodes, names[i]);
+                        waiting += !node || (node->flags & SLURM_NODE_NOT_RESPONDING);
+                }
+                if (waiting == 0)
+                        return 0;
+                if (now_usec(CLOCK_MONOTONIC) >= deadline) {
+                        say(r, "  %zu resumed node(s) still not responding to slurmctld.", waiting);
+                        return 0;
+                }
+                sleep_usec(r->args->poll_usec);
+        }
+}
+
+static int resume_held(Rollout *r, bool only_unreplaced) {
+        char **names = NULL;
+        size_t m = 0;
+        int k;
+
+        /* Fresh views: which pods were replaced, which nodes are held. */
+        k = list_pods(r, ROLE_WORKER);
+        if (k >= 0)
+                k = read_nodes(r);
+        if (k < 0)
+                return k;
+        names = calloc(r->nodes->n_nodes + 1, sizeof(char *));
+        if (!names)
+                return log_oom();
+        for (size_t i = 0; i < r->nodes->n_nodes; i++) {
+                SlurmNode *n = &r->nodes->nodes[i];
+                const RolloutPod *p = worker_of_node(r, n->name);
+                bool replaced =
+                        claim_of(r, n) == CLAIM_REPLACED || (p && p->verdict == VERDICT_CURRENT);
+
+                if (!held(r, n))
+                        continue;
+                if (only_unreplaced && replaced) {
+                        say(r,
+                            "  node %s was replaced and stays out of service: check it, then "
+                            "`scontrol update nodename=%s state=resume`",
+                            n->name, n->name);
+                        step(r, "keep", n->name, "replaced", NULL);
+                        continue;
+                }
+                if (!only_unreplaced && p && p->verdict != VERDICT_CURRENT)
+                        continue; /* not replaced yet: apply goes on with it */
+                /* copies: reading the nodes again frees r->nodes */
+                names[m] = strdup(n->name);
+                if (!names[m]) {
+                        slurm_names_free(names);
+                        return log_oom();
+                }
+                m++;
+        }
+        if (m == 0) {
+                free(names);
+                return 0;
+        }
+        for (size_t i = 0; i < m; i++)
+                say(r, "resume: node %s", names[i]);
+        k = set_nodes(r, names, m, false);
+        for (size_t i = 0; i < m; i++)
+                step(r, "resume", names[i], k < 0 ? "failed" : "done", NULL);
+        if (k >= 0)
+                k = wait_responding(r, names, m);
+        slurm_names_free(names);
+        return k;
+}
+
+static int apply(Rollout *r) {
+        RolloutPod *copies = calloc(r->n_pods[ROLE_WORKER] + 1, sizeof(RolloutPod));
+        _cleanup_free_ RolloutPod **workers =
+                calloc(r->n_pods[ROLE_WORKER] + 1, sizeof(RolloutPod *));
+        size_t n = 0, ready_logins = 0;
+        int k = 0;
+
+        if (!copies || !workers) {
+                free(copies);
+                return log_oom();
+        }
+        /* Copies: waiting reads the pods again, which replaces r->pods. */
+        for (size_t i = 0; i < r->n_pods[ROLE_WORKER] && k >= 0; i++) {
+                const RolloutPod *p = &r->pods[ROLE_WORKER][i];
+
+                if (!wanted(r, p))
+                        continue;
+                copies[n] = (RolloutPod){.name = strdup(p->name),
+                                         .uid = strdup(p->uid),
+                                         .node = strdup(p->node),
+                                         .role = ROLE_WORKER};
+                workers[n] = &copies[n];
+                if (!copies[n].name || !copies[n].uid || !copies[n++].node)
+                        k = log_oom();
+        }
+
+        if (k >= 0 && !r->args->rolling)
+                k = do_workers(r, workers, n);
+        else
+                for (size_t i = 0; k >= 0 && i < n; i += r->args->batch) {
+                        size_t m = n - i < r->args->batch ? n - i : r->args->batch;
+
+                        k = do_workers(r, workers + i, m);
+                        if (k >= 0)
+                                k = resume_held(r, false);
+                }
+        rollout_pods_free(copies, n);
+        if (k < 0)
+                return k;
+
+        for (size_t i = 0; i < r->n_pods[ROLE_LOGIN]; i++)
+                ready_logins += r->pods[ROLE_LOGIN][i].ready;
+        for (size_t i = 0; i < r->n_pods[ROLE_LOGIN]; i++) {
+                _cleanup_(rollout_pod_done) RolloutPod p = {};
+                const RolloutPod *q = &r->pods[ROLE_LOGIN][i];
+
+                if (!wanted(r, q))
+                        continue;
+                /* a copy: waiting lists the login pods again */
+                p = (RolloutPod){
+                        .name = strdup(q->name), .uid = strdup(q->uid), .role = ROLE_LOGIN};
+                if (!p.name || !p.uid)
+                        return log_oom();
+                say(r, "replace: login pod %s", p.name);
+                k = delete_pod(r, &p);
+                if (k >= 0)
+                        k = wait_login(r, &p, ready_logins);
+                step(r, "replace", p.name,
+                     k == -ETIME ? "timeout"
+                     : k < 0     ? "failed"
+                                 : "done",
+                     NULL);
+                if (k < 0)
+                        return k;
+                i = (size_t) -1; /* the list changed: start over, skipping the current */
+        }
+
+        /* Only now, with every worker and login pod healthy (the guide). */
+        return resume_held(r, false);
+}
+
+void rollout_done(Rollout *r) {
+        kube_client_free(r->kube);
+        sd_event_unref(r->event);
+        slurm_client_free(r->slurm);
+        for (RolloutRole role = 0; role < _ROLE_MAX; role++)
+                rollout_pods_free(r->pods[role], r->n_pods[role]);
+        slurm_node_list_free(r->nodes);
+        json_decref(r->report);
+        json_decref(r->steps);
+        rollout_trust_done(&r->trust);
+        free(r->namespace);
+        free(r->api_url);
+}
+
+static int finish(Rollout *r, int status, const char *result) {
+        say(r, "%s", result);
+        if (r->args->json) {
+                (void) json_object_set_new(r->report, "result", json_string(result));
+                (void) json_object_set(r->report, "steps", r->steps);
+                (void) json_object_set_new(r->report, "exit_status", json_integer(status));
+                if (report_print_json(json_incref(r->report), stdout) < 0)
+                        return EXIT_ROLLOUT_FAILED;
+        }
+        return status;
+}
+
+int rollout_run(Rollout *r) {
+        const RolloutArgs *a = r->args;
+        size_t work, blockers, unverified;
+        int k;
+
+        if (load(r) < 0)
+                return finish(r, EXIT_ROLLOUT_FAILED, "failed: could not read the cluster");
+
+        (void) json_object_set_new(r->report, "rollout_id", json_string(r->id));
+        (void) json_object_set_new(r->report, "action",
+                                   json_string(rollout_action_to_string(a->action)));
+        (void) json_object_set_new(r->report, "strategy",
+                                   json_string(a->rolling ? "rolling" : "window"));
+        (void) json_object_set_new(r->report, "in_progress", json_boolean(r->id_found));
+
+        say(r, "rollout %s%s (%s), namespace %s:", r->id, r->id_found ? " (in progress)" : "",
+            a->rolling ? "rolling" : "window", r->namespace);
+        describe(r);
+        work = count_work(r);
+        blockers = report_blockers(r);
+
+        unverified = count_unverified(r);
+        switch (a->action) {
+        case ACTION_PLAN:
+        case ACTION_STATUS:
+                if (blockers > 0)
+                        return finish(r, EXIT_ROLLOUT_BLOCKED, "blocked");
+                if (work == 0 && unverified > 0)
+                        return finish(r, EXIT_ROLLOUT_BLOCKED,
+                                      "unverified: nothing to do for the pods whose condition "
+                                      "is believed; the unverified ones are left alone");
+                if (work == 0)
+                        return finish(r, EXIT_ROLLOUT_DONE, "nothing to do: every pod is current");
+                return finish(r, EXIT_ROLLOUT_BLOCKED,
+                              a->action == ACTION_PLAN
+                                      ? "planned: run `rollout apply` to do it"
+                                      : "in progress: `rollout apply` continues, "
+                                        "`rollout abort` returns the drained nodes");
+        case ACTION_ABORT:
+                if (!r->id_found && !a->rollout_id)
+                        return finish(r, EXIT_ROLLOUT_DONE, "nothing to abort");
+                k = resume_held(r, true);
+                return finish(r, k < 0 ? EXIT_ROLLOUT_FAILED : EXIT_ROLLOUT_DONE,
+                              k < 0 ? "failed: see the messages above" : "aborted");
+        case ACTION_APPLY:
+                if (blockers > 0)
+                        return finish(r, EXIT_ROLLOUT_BLOCKED, "blocked: nothing was changed");
+                if (work == 0 && unverified > 0)
+                        return finish(r, EXIT_ROLLOUT_BLOCKED,
+                                      "unverified: nothing was changed; the unverified pods are "
+                                      "left alone");
+                if (work == 0)
+                        return finish(r, EXIT_ROLLOUT_DONE, "nothing to do: every pod is current");
+                r->applying = true;
+                k = apply(r);
+                if (k < 0) {
+                        /* With the id: a node whose pod was deleted carries the
+                         * preStop hook's reason until the replacement is done,
+                         * and when no other node carries this rollout's reason,
+                         * only the id finds the rollout again. */
+                        say(r,
+                            "Stopped. The nodes this rollout holds carry reasons starting with "
+                            "\"" ROLLOUT_REASON_PREFIX "%s\", or the preStop hook's: "
+                            "`rollout status --rollout-id %s` shows them, `rollout apply "
+                            "--rollout-id %s` continues, `rollout abort --rollout-id %s` returns "
+                            "those not replaced.",
+                            r->id, r->id, r->id, r->id);
+                        return finish(r, EXIT_ROLLOUT_FAILED, k == -ETIME ? "timed out" : "failed");
+                }
+                /* Verify: read everything again. */
+                if (load(r) < 0)
+                        return finish(r, EXIT_ROLLOUT_FAILED, "failed: could not verify");
+                describe(r);
+                if (count_work(r) > 0)
+                        return finish(r, EXIT_ROLLOUT_FAILED, "incomplete: see the pods above");
+                if (count_unverified(r) > 0)
+                        return finish(r, EXIT_ROLLOUT_FAILED,
+                                      "incomplete: the unverified pods above were left alone");
+                return finish(r, EXIT_ROLLOUT_DONE,
+                              "done: every pod is current and every node this rollout drained is "
+                              "back in service");
+        }
+        return EXIT_ROLLOUT_FAILED;
+}

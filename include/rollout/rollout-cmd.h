@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The rollout command, aicr-enroot-agent rollout (the program
+ * aicr-enroot-rollout), in three parts: its arguments (rollout-args.c), the
+ * run loop that plans, applies, shows or aborts a rollout (rollout-run.c),
+ * and the command itself, which connects to Kubernetes and Slurm and runs it
+ * (cmd-rollout.c).
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "kube.h"
+#include "rollout.h"
+#include "slurm-client.h"
+
+#define ROLLOUT_DEFAULT_WORKERS   "app.kubernetes.io/instance=slinky-slurm-worker-slinky"
+#define ROLLOUT_DEFAULT_LOGINS    "app.kubernetes.io/instance=slinky-slurm-login-slinky"
+#define ROLLOUT_DEFAULT_NAMESPACE "slurm"
+#define ROLLOUT_MAX_EXCLUDES      1024u
+/* How long a resumed node may take to answer slurmctld's ping. */
+#define ROLLOUT_RESPONDING_USEC   (60u * 1000000u)
+
+/* Exit statuses. */
+#define EXIT_ROLLOUT_DONE         0 /* done, or nothing to do */
+#define EXIT_ROLLOUT_BLOCKED      1 /* plan: work to do (or blocked); apply: blocked, nothing changed */
+#define EXIT_ROLLOUT_USAGE        2 /* bad option */
+#define EXIT_ROLLOUT_FAILED       3 /* a step failed or timed out: the cluster is as reported */
+
+typedef enum RolloutAction {
+        ACTION_PLAN,
+        ACTION_APPLY,
+        ACTION_STATUS,
+        ACTION_ABORT,
+} RolloutAction;
+
+/* The command line. The strings are borrowed from argv and the
+ * environment. */
+typedef struct RolloutArgs {
+        RolloutAction action;
+        const char *namespace, *kube_api, *sa_dir, *condition_type;
+        const char *selector[_ROLE_MAX];
+        bool node_from_hostname;
+        bool rolling;
+        unsigned batch;
+        const char *excludes[ROLLOUT_MAX_EXCLUDES];
+        size_t n_excludes;
+        uint64_t jobs_timeout_usec, pod_timeout_usec, poll_usec;
+        const char *rollout_id;
+        bool json;
+        bool trust_unprotected; /* --trust-unprotected-conditions */
+        SlurmConfig slurm;
+        const char *self; /* POD_NAME: never replaced */
+} RolloutArgs;
+
+/* One run: args is borrowed, everything else is owned (rollout_done()). */
+typedef struct Rollout {
+        const RolloutArgs *args;
+        sd_event *event;
+        KubeClient *kube;
+        SlurmClient *slurm;
+        char *namespace;
+        char *api_url; /* for messages */
+        char id[ROLLOUT_ID_BYTES];
+        bool id_found; /* a rollout in progress was found in the cluster */
+        bool applying; /* apply runs: the id is this run's, found or new */
+        RolloutTrust trust;
+        RolloutPod *pods[_ROLE_MAX];
+        size_t n_pods[_ROLE_MAX];
+        SlurmNodeList *nodes;
+        json_t *report; /* the --format json document */
+        json_t *steps;
+} Rollout;
+
+/* "plan", "apply", "status", "abort". */
+const char *rollout_action_to_string(RolloutAction a);
+
+/* Parses the command line (argv[0] is the command name; getopt names it in
+ * its messages) into *ret, with the defaults and $POD_NAMESPACE, $POD_NAME.
+ * Returns 0; 1 after printing --help; -EINVAL after logging what is wrong. */
+int rollout_args_parse(int argc, char **argv, RolloutArgs *ret);
+
+/* Reads the cluster and does r->args->action, printing its progress (and the
+ * JSON report with --format json). r has its args, clients, namespace,
+ * api_url, report and steps. Returns the exit status, EXIT_ROLLOUT_*. */
+int rollout_run(Rollout *r);
+
+/* Frees what r owns; r may be half built. */
+void rollout_done(Rollout *r);
+
+/* aicr-enroot-agent rollout: the whole command. argv[0] is the command name.
+ * Returns the exit status, EXIT_ROLLOUT_*. */
+int cmd_rollout(int argc, char **argv);
