@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "report.h"
+#include "string-table.h"
 
-ReportFormat report_format_from_string(const char *s) {
-        if (streq(s, "text"))
-                return REPORT_TEXT;
-        if (streq(s, "json"))
-                return REPORT_JSON;
-        return _REPORT_FORMAT_INVALID;
-}
+static const char *const report_format_table[_REPORT_FORMAT_MAX] = {
+        [REPORT_TEXT] = "text",
+        [REPORT_JSON] = "json",
+};
+
+DEFINE_STRING_TABLE_FROM_STRING(report_format, ReportFormat, _REPORT_FORMAT_INVALID);
 
 int report_lint_text(StrBuf *out, const char *file, const Lint *l) {
         for (size_t i = 0; i < l->n_findings; i++) {
