@@ -9,7 +9,7 @@
 #include "commands.h"
 #include "fileio.h"
 #include "log.h"
-#include "report.h"
+#include "print.h"
 
 #define DIFF_MAX_OUTPUT_BYTES (64u * 1024u * 1024u)
 

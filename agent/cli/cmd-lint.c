@@ -10,7 +10,7 @@
 #include "configmap.h"
 #include "fileio.h"
 #include "log.h"
-#include "report.h"
+#include "print.h"
 
 /* Rendered output is bounded: a 1 MiB file yields at most a few findings per line. */
 #define LINT_MAX_OUTPUT_BYTES (64u * 1024u * 1024u)

@@ -23,7 +23,7 @@
 #include "kube.h"
 #include "log.h"
 #include "options.h"
-#include "report.h"
+#include "print.h"
 #include "rollout.h"
 #include "slurm.h"
 #include "timeutil.h"

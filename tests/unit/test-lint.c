@@ -15,7 +15,7 @@
 #include "fileio.h"
 #include "golden.h"
 #include "lint.h"
-#include "report.h"
+#include "print.h"
 
 typedef struct Row {
         const char *file;

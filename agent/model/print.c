@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "report.h"
+#include "print.h"
 #include "string-table.h"
 
 static const char *const report_format_table[_REPORT_FORMAT_MAX] = {
