@@ -9,7 +9,7 @@
 #include "commands.h"
 #include "fileio.h"
 #include "log.h"
-#include "report.h"
+#include "print.h"
 
 #define DIFF_MAX_OUTPUT_BYTES (64u * 1024u * 1024u)
 
@@ -58,7 +58,7 @@ int cmd_diff(int argc, char **argv) {
         };
         _cleanup_(document_freep) Document *desired = NULL, *running = NULL;
         _cleanup_(diff_freep) Diff *d = NULL;
-        ReportFormat format = REPORT_TEXT;
+        PrintFormat format = PRINT_TEXT;
         DocType type = _DOC_TYPE_INVALID;
         bool show_values = false;
         const char *a, *b;
@@ -68,7 +68,7 @@ int cmd_diff(int argc, char **argv) {
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
                 switch (c) {
                 case 'f':
-                        format = report_format_from_string(optarg);
+                        format = print_format_from_string(optarg);
                         if (format < 0) {
                                 log_error("--format: \"%s\" is not text or json.", optarg);
                                 return EXIT_TROUBLE;
@@ -120,15 +120,15 @@ int cmd_diff(int argc, char **argv) {
                 return EXIT_TROUBLE;
         }
 
-        if (format == REPORT_JSON) {
-                r = report_print_json(report_diff_json(a, b, d, show_values), stdout);
+        if (format == PRINT_JSON) {
+                r = print_json(print_diff_json(a, b, d, show_values), stdout);
                 if (r < 0) {
                         log_error_errno(r, "Cannot print the JSON report: %m");
                         return EXIT_TROUBLE;
                 }
         } else {
                 StrBuf out = STRBUF_INIT(DIFF_MAX_OUTPUT_BYTES);
-                r = report_diff_text(&out, a, b, d, show_values);
+                r = print_diff_text(&out, a, b, d, show_values);
                 if (r < 0) {
                         strbuf_done(&out);
                         log_error_errno(r, "Cannot render the diff: %m");

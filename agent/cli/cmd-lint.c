@@ -10,13 +10,13 @@
 #include "configmap.h"
 #include "fileio.h"
 #include "log.h"
-#include "report.h"
+#include "print.h"
 
 /* Rendered output is bounded: a 1 MiB file yields at most a few findings per line. */
 #define LINT_MAX_OUTPUT_BYTES (64u * 1024u * 1024u)
 
 typedef struct LintRun {
-        ReportFormat format;
+        PrintFormat format;
         bool strict;
         DocType type;      /* forced by --type, else _DOC_TYPE_INVALID */
         char **job_scoped; /* NULL-terminated, owned */
@@ -101,13 +101,13 @@ static int lint_one(LintRun *run, const char *display, const char *key_name, con
 
         run->n_errors += l->n_errors;
         run->n_warnings += l->n_warnings;
-        if (run->format == REPORT_JSON) {
-                json_t *o = report_lint_json(display, doc_type_to_string(t), l);
+        if (run->format == PRINT_JSON) {
+                json_t *o = print_lint_json(display, doc_type_to_string(t), l);
                 if (!o || json_array_append_new(run->files, o) < 0)
                         return log_oom();
                 return 0;
         }
-        r = report_lint_text(&run->text, display, l);
+        r = print_lint_text(&run->text, display, l);
         if (r < 0)
                 return log_error_errno(r, "Cannot render the findings for \"%s\": %m", display);
         return 0;
@@ -206,7 +206,7 @@ int cmd_lint(int argc, char **argv) {
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
                 switch (c) {
                 case 'f':
-                        run.format = report_format_from_string(optarg);
+                        run.format = print_format_from_string(optarg);
                         if (run.format < 0) {
                                 log_error("--format: \"%s\" is not text or json.", optarg);
                                 return EXIT_TROUBLE;
@@ -253,11 +253,11 @@ int cmd_lint(int argc, char **argv) {
         for (int i = optind; i < argc; i++)
                 (void) lint_path(&run, argv[i]);
 
-        if (run.format == REPORT_JSON) {
-                int r = report_print_json(json_pack("{s:O, s:I, s:I}", "files", run.files, "errors",
-                                                    (json_int_t) run.n_errors, "warnings",
-                                                    (json_int_t) run.n_warnings),
-                                          stdout);
+        if (run.format == PRINT_JSON) {
+                int r = print_json(json_pack("{s:O, s:I, s:I}", "files", run.files, "errors",
+                                             (json_int_t) run.n_errors, "warnings",
+                                             (json_int_t) run.n_warnings),
+                                   stdout);
                 if (r < 0) {
                         log_error_errno(r, "Cannot print the JSON report: %m");
                         return EXIT_TROUBLE;

@@ -12,6 +12,7 @@
 #include <sys/statfs.h>
 
 #include "log.h"
+#include "string-table.h"
 #include "volume.h"
 #include "watcher.h"
 
@@ -75,40 +76,21 @@ struct Watcher {
         char fallback_reason[512];
 };
 
-static const char *const watch_mode_names[_WATCH_MODE_MAX] = {
+static const char *const watch_mode_table[_WATCH_MODE_MAX] = {
         [WATCH_AUTO] = "auto",
         [WATCH_INOTIFY] = "inotify",
         [WATCH_POLL] = "poll",
 };
 
-static const char *const watch_reason_names[_WATCH_REASON_MAX] = {
+static const char *const watch_reason_table[_WATCH_REASON_MAX] = {
         [WATCH_REASON_INOTIFY] = "inotify",
         [WATCH_REASON_OVERFLOW] = "overflow",
         [WATCH_REASON_RECREATED] = "recreated",
         [WATCH_REASON_POLL] = "poll",
 };
 
-const char *watch_mode_to_string(WatchMode m) {
-        return m >= 0 && m < _WATCH_MODE_MAX ? watch_mode_names[m] : NULL;
-}
-
-WatchMode watch_mode_from_string(const char *s) {
-        for (int i = 0; s && i < _WATCH_MODE_MAX; i++)
-                if (streq(s, watch_mode_names[i]))
-                        return (WatchMode) i;
-        return _WATCH_MODE_INVALID;
-}
-
-const char *watch_reason_to_string(WatchReason r) {
-        return r >= 0 && r < _WATCH_REASON_MAX ? watch_reason_names[r] : NULL;
-}
-
-WatchReason watch_reason_from_string(const char *s) {
-        for (int i = 0; s && i < _WATCH_REASON_MAX; i++)
-                if (streq(s, watch_reason_names[i]))
-                        return (WatchReason) i;
-        return _WATCH_REASON_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(watch_mode, WatchMode, _WATCH_MODE_INVALID);
+DEFINE_STRING_TABLE_LOOKUP(watch_reason, WatchReason, _WATCH_REASON_INVALID);
 
 /* ------------------------------------------------------------------------ */
 /* Signature */

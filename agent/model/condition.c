@@ -3,19 +3,18 @@
 
 #include "condition.h"
 #include "strbuf.h"
+#include "string-table.h"
 
 /* Keys named per change kind in a message; the rest are counted. */
 #define CONDITION_MAX_KEYS_NAMED 8u
 
-static const char *const status_names[_CONDITION_STATUS_MAX] = {
+static const char *const condition_status_table[_CONDITION_STATUS_MAX] = {
         [CONDITION_TRUE] = "True",
         [CONDITION_FALSE] = "False",
         [CONDITION_UNKNOWN] = "Unknown",
 };
 
-const char *condition_status_to_string(ConditionStatus s) {
-        return s >= 0 && s < _CONDITION_STATUS_MAX ? status_names[s] : NULL;
-}
+DEFINE_STRING_TABLE_TO_STRING(condition_status, ConditionStatus);
 
 void condition_format_time(uint64_t usec, char buf[static 32]) {
         time_t t = (time_t) (usec / 1000000u);

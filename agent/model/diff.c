@@ -1,25 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "diff.h"
+#include "string-table.h"
 
-static const char *const change_names[_CHANGE_MAX] = {
+static const char *const diff_change_table[_CHANGE_MAX] = {
         [CHANGE_ADDED] = "added",
         [CHANGE_REMOVED] = "removed",
         [CHANGE_CHANGED] = "changed",
 };
 
-static const char *const verdict_names[_DIFF_VERDICT_MAX] = {
+static const char *const diff_verdict_table[_DIFF_VERDICT_MAX] = {
         [DIFF_SAME] = "same",
         [DIFF_COSMETIC] = "cosmetic",
         [DIFF_DRIFT] = "drift",
 };
 
-const char *diff_change_to_string(DiffChange c) {
-        return c >= 0 && c < _CHANGE_MAX ? change_names[c] : NULL;
-}
-
-const char *diff_verdict_to_string(DiffVerdict v) {
-        return v >= 0 && v < _DIFF_VERDICT_MAX ? verdict_names[v] : NULL;
-}
+DEFINE_STRING_TABLE_TO_STRING(diff_change, DiffChange);
+DEFINE_STRING_TABLE_TO_STRING(diff_verdict, DiffVerdict);
 
 Diff *diff_free(Diff *d) {
         if (!d)

@@ -10,6 +10,7 @@
 
 #include "document.h"
 #include "shell.h"
+#include "string-table.h"
 
 const char *const conf_known_keys[] = {
         "ENROOT_LIBRARY_PATH",
@@ -191,21 +192,12 @@ DocType doc_type_from_name(const char *name) {
         return _DOC_TYPE_INVALID;
 }
 
-static const char *const doc_type_names[_DOC_TYPE_MAX] = {
+static const char *const doc_type_table[_DOC_TYPE_MAX] = {
         [DOC_CONF] = "conf",
         [DOC_ENV] = "env",
 };
 
-const char *doc_type_to_string(DocType t) {
-        return t >= 0 && t < _DOC_TYPE_MAX ? doc_type_names[t] : NULL;
-}
-
-DocType doc_type_from_string(const char *s) {
-        for (int t = 0; t < _DOC_TYPE_MAX; t++)
-                if (streq(s, doc_type_names[t]))
-                        return (DocType) t;
-        return _DOC_TYPE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(doc_type, DocType, _DOC_TYPE_INVALID);
 
 Document *document_free(Document *d) {
         if (!d)

@@ -5,33 +5,24 @@
 
 #include "kubeproto.h"
 #include "macro.h"
+#include "string-table.h"
 #include "utf8.h"
 
-static const char *const verb_names[_KUBE_VERB_MAX] = {
+static const char *const kube_verb_table[_KUBE_VERB_MAX] = {
         [KUBE_VERB_GET] = "get",       [KUBE_VERB_WATCH] = "watch", [KUBE_VERB_PATCH] = "patch",
         [KUBE_VERB_CREATE] = "create", [KUBE_VERB_LIST] = "list",   [KUBE_VERB_DELETE] = "delete",
 };
 
-const char *kube_verb_to_string(KubeVerb v) {
-        return v >= 0 && v < _KUBE_VERB_MAX ? verb_names[v] : NULL;
-}
+DEFINE_STRING_TABLE_TO_STRING(kube_verb, KubeVerb);
 
-static const char *const event_type_names[_KUBE_EVENT_TYPE_MAX] = {
+static const char *const kube_event_type_table[_KUBE_EVENT_TYPE_MAX] = {
         [KUBE_EVENT_ADDED] = "ADDED",     [KUBE_EVENT_MODIFIED] = "MODIFIED",
         [KUBE_EVENT_DELETED] = "DELETED", [KUBE_EVENT_BOOKMARK] = "BOOKMARK",
         [KUBE_EVENT_ERROR] = "ERROR",
 };
 
-const char *kube_event_type_to_string(KubeEventType t) {
-        return t >= 0 && t < _KUBE_EVENT_TYPE_MAX ? event_type_names[t] : NULL;
-}
-
-static KubeEventType event_type_from_string(const char *s) {
-        for (KubeEventType t = 0; t < _KUBE_EVENT_TYPE_MAX; t++)
-                if (streq(s, event_type_names[t]))
-                        return t;
-        return _KUBE_EVENT_TYPE_INVALID;
-}
+DEFINE_STRING_TABLE_TO_STRING(kube_event_type, KubeEventType);
+DEFINE_PRIVATE_STRING_TABLE_FROM_STRING(kube_event_type, KubeEventType, _KUBE_EVENT_TYPE_INVALID);
 
 static int fail(const char **ret_error, const char *why) {
         if (ret_error)
@@ -143,7 +134,7 @@ int kube_watch_event_parse(const char *line, size_t len, KubeWatchEvent *ret,
                 return -EBADMSG;
         type = json_object_get(o, "type");
         object = json_object_get(o, "object");
-        t = json_is_string(type) ? event_type_from_string(json_string_value(type))
+        t = json_is_string(type) ? kube_event_type_from_string(json_string_value(type))
                                  : _KUBE_EVENT_TYPE_INVALID;
         if (!json_is_object(o) || t < 0 || !json_is_object(object)) {
                 json_decref(o);

@@ -3,6 +3,7 @@
 
 #include "lint.h"
 #include "shell.h"
+#include "string-table.h"
 
 const char *const lint_job_scoped_keys[] = {
         /* Fabric and interface choices belong to a job or partition (docs/DESIGN.md §5). */
@@ -12,14 +13,12 @@ const char *const lint_job_scoped_keys[] = {
 /* The keys enroot's config loader takes (docs/DESIGN.md §5), as lint names them. */
 #define CONF_ACCEPTED_KEYS "ENROOT_*, SSL_CERT_DIR, SSL_CERT_FILE and all/no/http/https_proxy"
 
-static const char *const severity_names[_SEVERITY_MAX] = {
+static const char *const severity_table[_SEVERITY_MAX] = {
         [SEVERITY_ERROR] = "error",
         [SEVERITY_WARNING] = "warning",
 };
 
-const char *severity_to_string(Severity s) {
-        return s >= 0 && s < _SEVERITY_MAX ? severity_names[s] : NULL;
-}
+DEFINE_STRING_TABLE_TO_STRING(severity, Severity);
 
 Lint *lint_free(Lint *l) {
         if (!l)

@@ -5,6 +5,7 @@
 
 #include "condition-type.h"
 #include "options.h"
+#include "string-table.h"
 
 const char options_help[] =
         "Usage: aicr-enroot-agent [OPTIONS]              run the agent\n"
@@ -263,6 +264,14 @@ static int add_file(Options *o, const char *arg, bool *defaults, char **ret_erro
         return 0;
 }
 
+static const char *const kube_mode_table[_KUBE_MODE_MAX] = {
+        [KUBE_AUTO] = "auto",
+        [KUBE_ON] = "on",
+        [KUBE_OFF] = "off",
+};
+
+DEFINE_PRIVATE_STRING_TABLE_FROM_STRING(kube_mode, KubeMode, _KUBE_MODE_INVALID);
+
 static int parse_log_level(const char *s, int *ret, char **ret_error) {
         static const struct {
                 const char *name;
@@ -390,16 +399,14 @@ static int parse_one(Options *o, int c, const char *arg, bool *default_files_lef
                 return set_string(&o->watch, arg);
         case 'L':
                 return parse_log_level(arg, &o->log_level, ret_error);
-        case 'k':
-                if (streq(arg, "auto"))
-                        o->kube = KUBE_AUTO;
-                else if (streq(arg, "on"))
-                        o->kube = KUBE_ON;
-                else if (streq(arg, "off"))
-                        o->kube = KUBE_OFF;
-                else
+        case 'k': {
+                KubeMode k = kube_mode_from_string(arg);
+
+                if (k < 0)
                         return fail(ret_error, "--kube: \"%s\" is not auto, on or off", arg);
+                o->kube = k;
                 return 0;
+        }
         case 'A':
                 if (check_api_url("--kube-api", arg, ret_error) < 0)
                         return -EINVAL;

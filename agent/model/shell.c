@@ -2085,17 +2085,14 @@ static int unexpected_in(Shell *s, Tok closer) {
         return unexpected(s);
 }
 
-/* compound_list: newlines, then pipelines joined by && || ; & or newlines,
- * ending at the first token that cannot start another one. closer is the
- * token the enclosing construct wants after it, for messages. */
-static int compound_list(Shell *s, Tok closer) {
+/* bash's list1 (compound) and simple_list1 (not compound): pipelines joined
+ * by && and ||, which newlines may follow, and by ; and &, ending at the
+ * first token that cannot start another pipeline. In a compound list a
+ * newline also joins two pipelines and newlines may follow ; and &; outside
+ * one a newline ends the list. s->cur starts the first pipeline. closer is
+ * the token the enclosing construct wants after the list, for messages. */
+static int pipeline_list(Shell *s, bool compound, Tok closer) {
         int r;
-
-        r = newline_list(s);
-        if (r < 0)
-                return r;
-        if (!starts_pipeline(s->cur))
-                return unexpected_in(s, closer);
 
         for (;;) {
                 r = pipeline_command(s);
@@ -2113,11 +2110,14 @@ static int compound_list(Shell *s, Tok closer) {
                         if (!starts_pipeline(s->cur))
                                 return unexpected_in(s, closer);
                         break;
+                case TOK_NEWLINE:
+                        if (!compound)
+                                return 0;
+                        _fallthrough_;
                 case TOK_SEMI:
                 case TOK_AMP:
-                case TOK_NEWLINE:
                         r = next(s);
-                        if (r >= 0)
+                        if (r >= 0 && compound)
                                 r = newline_list(s);
                         if (r < 0)
                                 return r;
@@ -2128,6 +2128,20 @@ static int compound_list(Shell *s, Tok closer) {
                         return 0;
                 }
         }
+}
+
+/* compound_list: newlines, then pipelines joined by && || ; & or newlines,
+ * ending at the first token that cannot start another one. closer is the
+ * token the enclosing construct wants after it, for messages. */
+static int compound_list(Shell *s, Tok closer) {
+        int r;
+
+        r = newline_list(s);
+        if (r < 0)
+                return r;
+        if (!starts_pipeline(s->cur))
+                return unexpected_in(s, closer);
+        return pipeline_list(s, true, closer);
 }
 
 /* The whole input: simple lists, each ended by a newline or the end. */
@@ -2150,35 +2164,10 @@ static int program(Shell *s) {
                 if (!starts_pipeline(s->cur))
                         return unexpected(s);
 
-                for (bool done = false; !done;) {
-                        r = pipeline_command(s);
-                        if (r < 0)
-                                return r;
-
-                        switch (s->cur) {
-                        case TOK_AND_AND:
-                        case TOK_OR_OR:
-                                r = next(s);
-                                if (r >= 0)
-                                        r = newline_list(s);
-                                if (r < 0)
-                                        return r;
-                                if (!starts_pipeline(s->cur))
-                                        return unexpected(s);
-                                break;
-                        case TOK_SEMI:
-                        case TOK_AMP:
-                                r = next(s);
-                                if (r < 0)
-                                        return r;
-                                if (!starts_pipeline(s->cur))
-                                        done = true;
-                                break;
-                        default:
-                                done = true;
-                                break;
-                        }
-                }
+                /* No missing_message for TOK_EOF: an error here is plain "unexpected". */
+                r = pipeline_list(s, false, TOK_EOF);
+                if (r < 0)
+                        return r;
 
                 /* bash's simple_list rule reads pending here-documents before
                  * it looks at what ends the list: an error is reported past

@@ -1,35 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "state.h"
+#include "string-table.h"
 
-static const char *const file_state_names[_FILE_STATE_MAX] = {
+static const char *const file_state_table[_FILE_STATE_MAX] = {
         [FILE_CURRENT] = "current",           [FILE_COSMETIC] = "cosmetic",
         [FILE_DRIFTED] = "drifted",           [FILE_MISSING] = "missing",
         [FILE_UNREADABLE] = "unreadable",     [FILE_INVALID] = "invalid",
         [FILE_UNVERIFIABLE] = "unverifiable", [FILE_UNKNOWN] = "unknown",
 };
 
-static const char *const pod_state_names[_POD_STATE_MAX] = {
+static const char *const pod_state_table[_POD_STATE_MAX] = {
         [POD_CURRENT] = "current",
         [POD_DRIFTED] = "drifted",
         [POD_UNKNOWN] = "unknown",
 };
 
-static const char *const side_names[_SIDE_MAX] = {
+static const char *const side_table[_SIDE_MAX] = {
         [SIDE_DESIRED] = "desired",
         [SIDE_RUNNING] = "running",
 };
 
-const char *file_state_to_string(FileState s) {
-        return s >= 0 && s < _FILE_STATE_MAX ? file_state_names[s] : NULL;
-}
-
-const char *pod_state_to_string(PodState s) {
-        return s >= 0 && s < _POD_STATE_MAX ? pod_state_names[s] : NULL;
-}
-
-const char *side_to_string(Side s) {
-        return s >= 0 && s < _SIDE_MAX ? side_names[s] : NULL;
-}
+DEFINE_STRING_TABLE_TO_STRING(file_state, FileState);
+DEFINE_STRING_TABLE_TO_STRING(pod_state, PodState);
+DEFINE_STRING_TABLE_TO_STRING(side, Side);
 
 void file_report_done(FileReport *f) {
         free(f->key);

@@ -4,19 +4,18 @@
 #include <time.h>
 
 #include "strbuf.h"
+#include "string-table.h"
 #include "atomic-writer.h"
 #include "workload.h"
 
-static const char *const source_names[_WORKLOAD_SOURCE_MAX] = {
+static const char *const workload_source_table[_WORKLOAD_SOURCE_MAX] = {
         [WORKLOAD_SOURCE_NONE] = "none",
         [WORKLOAD_SOURCE_REMEMBERED] = "remembered",
         [WORKLOAD_SOURCE_RECORD] = "record",
         [WORKLOAD_SOURCE_START_TIME] = "start-time",
 };
 
-const char *workload_source_to_string(WorkloadSource s) {
-        return s >= 0 && s < _WORKLOAD_SOURCE_MAX ? source_names[s] : NULL;
-}
+DEFINE_STRING_TABLE_TO_STRING(workload_source, WorkloadSource);
 
 static void container_done(WorkloadContainer *c) {
         free(c->name);

@@ -24,7 +24,7 @@
 #include "kube.h"
 #include "log.h"
 #include "options.h"
-#include "report.h"
+#include "print.h"
 #include "rollout-cmd.h"
 #include "rollout.h"
 #include "slurm-client.h"
@@ -878,7 +878,7 @@ static int finish(Rollout *r, int status, const char *result) {
                 (void) json_object_set_new(r->report, "result", json_string(result));
                 (void) json_object_set(r->report, "steps", r->steps);
                 (void) json_object_set_new(r->report, "exit_status", json_integer(status));
-                if (report_print_json(json_incref(r->report), stdout) < 0)
+                if (print_json(json_incref(r->report), stdout) < 0)
                         return EXIT_ROLLOUT_FAILED;
         }
         return status;

@@ -40,6 +40,8 @@ typedef enum KubeMode {
         KUBE_AUTO, /* on when KUBERNETES_SERVICE_HOST is set (in a pod) */
         KUBE_ON,
         KUBE_OFF,
+        _KUBE_MODE_MAX,
+        _KUBE_MODE_INVALID = -1,
 } KubeMode;
 
 /* The agent's container name in the manifests this project ships. */

@@ -15,7 +15,7 @@
 #include "fileio.h"
 #include "golden.h"
 #include "lint.h"
-#include "report.h"
+#include "print.h"
 
 typedef struct Row {
         const char *file;
@@ -105,7 +105,7 @@ static void test_rows(void **state) {
                                  0);
                 assert_int_equal(document_parse(doc_type_from_name(r->file), data, len, &d), 0);
                 assert_int_equal(lint_document(d, &opts, &l), 0);
-                assert_int_equal(report_lint_text(&out, r->file, l), 0);
+                assert_int_equal(print_lint_text(&out, r->file, l), 0);
 
                 if (l->n_errors != r->n_errors || l->n_warnings != r->n_warnings) {
                         print_error("%s: %zu errors, %zu warnings; want %zu, %zu\n%s", r->file,

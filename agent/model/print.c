@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "report.h"
+#include "print.h"
+#include "string-table.h"
 
-ReportFormat report_format_from_string(const char *s) {
-        if (streq(s, "text"))
-                return REPORT_TEXT;
-        if (streq(s, "json"))
-                return REPORT_JSON;
-        return _REPORT_FORMAT_INVALID;
-}
+static const char *const print_format_table[_PRINT_FORMAT_MAX] = {
+        [PRINT_TEXT] = "text",
+        [PRINT_JSON] = "json",
+};
 
-int report_lint_text(StrBuf *out, const char *file, const Lint *l) {
+DEFINE_STRING_TABLE_FROM_STRING(print_format, PrintFormat, _PRINT_FORMAT_INVALID);
+
+int print_lint_text(StrBuf *out, const char *file, const Lint *l) {
         for (size_t i = 0; i < l->n_findings; i++) {
                 const Finding *f = &l->findings[i];
                 int r;
@@ -50,7 +50,7 @@ static bool set(json_t *o, const char *k, json_t *v) {
         return v && json_object_set_new(o, k, v) == 0;
 }
 
-json_t *report_lint_json(const char *file, const char *type, const Lint *l) {
+json_t *print_lint_json(const char *file, const char *type, const Lint *l) {
         json_t *o = json_object(), *a = json_array();
         bool ok = o && a;
 
@@ -97,8 +97,8 @@ static int put_value(StrBuf *out, const Setting *s) {
         return r;
 }
 
-int report_diff_text(StrBuf *out, const char *desired_name, const char *running_name, const Diff *d,
-                     bool show_values) {
+int print_diff_text(StrBuf *out, const char *desired_name, const char *running_name, const Diff *d,
+                    bool show_values) {
         int r;
 
         if (d->verdict == DIFF_DRIFT)
@@ -153,8 +153,8 @@ static json_t *side_json(const Setting *s, bool show_values) {
         return o;
 }
 
-json_t *report_diff_json(const char *desired_name, const char *running_name, const Diff *d,
-                         bool show_values) {
+json_t *print_diff_json(const char *desired_name, const char *running_name, const Diff *d,
+                        bool show_values) {
         json_t *o = json_object(), *a = json_array();
         bool ok = o && a;
 
@@ -187,7 +187,7 @@ json_t *report_diff_json(const char *desired_name, const char *running_name, con
         return o;
 }
 
-int report_print_json(json_t *o, FILE *f) {
+int print_json(json_t *o, FILE *f) {
         int r = 0;
 
         if (!o)
