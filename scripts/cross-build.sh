@@ -68,14 +68,14 @@ step "make check TESTS= (builds the test programs, runs none)"
 make -j"$(nproc)" --quiet check TESTS= >/dev/null
 
 # What was built is for ARCH, not for this machine.
-for p in aicr-enroot-agent aicr-enroot-agentd tests/unit/test-document; do
+for p in aicr-enroot-agent aicr-enroot-agentd aicr-enroot-rollout tests/unit/test-document; do
         got=$("$triplet-readelf" -h "$p" | sed -n 's/^ *Machine: *//p')
         if [[ $got != "$machine" ]]; then
                 echo "cross-build: $p is built for '$got', not $machine" >&2
                 exit 1
         fi
 done
-echo "cross-build: aicr-enroot-agent, aicr-enroot-agentd and the tests are $machine executables"
+echo "cross-build: aicr-enroot-agent, aicr-enroot-agentd, aicr-enroot-rollout and the tests are $machine executables"
 
 # The unit tests find ARCH's dynamic loader and libraries where multiarch put
 # them (/lib/ld-linux-aarch64.so.1, /usr/lib/aarch64-linux-gnu). Not through
