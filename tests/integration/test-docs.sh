@@ -267,13 +267,6 @@ if [ "$needs_slurm" = 1 ]; then
         . "$WORK/cluster.env"
         set +a
 fi
-reset_nodes() {
-        local n
-        for n in slinky-0 slinky-1 slinky-2 slinky-3; do
-                [ "$(node_field "$n" State)" = IDLE ] || scontrol update nodename="$n" state=resume >/dev/null 2>&1 || true
-        done
-        wait_for 30 all_idle || fail "the Slurm nodes did not come back idle: $(sinfo -N -o '%N %T %E')"
-}
 
 # run_doc NAME [PRELUDE...]: runs block NAME with bash in $WORK/cwd, after
 # the PRELUDE blocks (their output dropped: they set the variables NAME
