@@ -1,4 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One program run to its end (spawn-run.h).
+ *
+ * The wait is on a pidfd (Linux 5.3), polled together with the output pipes:
+ * the caller wakes when the child prints, closes its output or exits, and
+ * never sleeps in between. Where pidfd_open() fails (an older kernel, a
+ * seccomp filter, valgrind 3.19), a child that closed its output is looked
+ * for every millisecond.
+ */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>

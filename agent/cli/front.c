@@ -7,8 +7,9 @@
  * libraries (libsystemd, libcurl, libmicrohttpd, libcrypto and the forty or
  * so objects they bring) would cost every probe tens of milliseconds of CPU
  * and megabytes of memory for code it never calls. The build enforces it:
- * this program links libagent.a without the daemon's libraries, so a probe
- * path that reached for one would not link.
+ * this program links the io, model and basic layer libraries (libio.a,
+ * libmodel.a, libbasic.a) without the daemon's libraries ($(DEP_LIBS)), so a
+ * probe path that reached for one would not link.
  *
  * `rollout` is the operator's tool, aicr-enroot-rollout, executed with the
  * arguments from "rollout" on. Everything else (the daemon, --check-config,

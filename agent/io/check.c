@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The readiness probe's client (check.h). The probe runs every few seconds in
+ * every pod and must cost a few milliseconds and little memory: hence no
+ * libcurl (its global initialisation sets up TLS) and no event loop.
+ */
 #include <arpa/inet.h>
 #include <inttypes.h>
 #include <limits.h>

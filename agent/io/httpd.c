@@ -1,4 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The HTTP server (httpd.h) inside the caller's sd-event loop.
+ *
+ * libmicrohttpd runs with MHD_USE_EPOLL and no internal thread: MHD's epoll
+ * descriptor is one sd-event I/O source and its timeout one timer, so every
+ * callback runs on the loop's thread.
+ *
+ * Every answer but /metrics' is queued as soon as the headers are in, which
+ * makes libmicrohttpd close the connection after it. /metrics is answered once
+ * the request is complete, so HTTP/1.1 keep-alive works for a scraper.
+ * Connection bounds: one connection more than HTTPD_MAX_CONNECTIONS_PER_IP
+ * from an address is closed at once; past HTTPD_MAX_CONNECTIONS more wait in
+ * the kernel's accept queue until a slot frees. HTTPD_REQUEST_DEADLINE_SEC
+ * counts from the connection's start or its previous answer, so a client that
+ * trickles its request, or keeps an idle connection, loses it then;
+ * HTTPD_IDLE_TIMEOUT_SEC catches a client that does not read its answer. When
+ * every slot but the reserved ones is taken, a newcomer takes the slot of the
+ * connection that has waited longest for its request.
+ */
 #include <arpa/inet.h>
 #include <inttypes.h>
 #include <microhttpd.h>

@@ -1,4 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * In-cluster configuration (incluster.h). kubelet sets
+ * KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT in every container. The
+ * URL is built by options_service_api_url(), the one place, which the
+ * daemon's options also use through options_apply_environment(). The
+ * downward API's POD_NAME and POD_NAMESPACE are read with the options
+ * (options_apply_environment(), rollout_args_parse()), not here.
+ */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

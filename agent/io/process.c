@@ -1,4 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The workload's process by name (process.h).
+ *
+ * A name proves little: any process of the shared PID namespace could call
+ * itself NAME (prctl(PR_SET_NAME)), and a user of a login pod can start one
+ * under "unshare -Urm" with an enroot.conf of their own. Hence the user
+ * namespace and uid filter, and an order of preference that favours the
+ * long-lived daemon over its children and look-alikes.
+ */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>

@@ -1,4 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The running view's reader thread (running-worker.h).
+ *
+ * A running file on a hung FUSE or NFS mount blocks the thread that opens or
+ * reads it in the kernel; on the loop's thread that would stop /healthz,
+ * /readyz, /metrics, the API client and the watchdog, and a liveness probe
+ * would restart the agent into the same hang.
+ *
+ * A stalled read cannot be ended from here: a thread blocked in the kernel
+ * cannot be cancelled, and a FUSE request its server has taken cannot even be
+ * interrupted by SIGKILL. The read ends when the file system answers or the
+ * mount is aborted (`umount -f`, killing the FUSE server, writing to
+ * /sys/fs/fuse/connections/N/abort).
+ *
+ * The worker copies what the thread reads (the paths, the options' strings,
+ * the mountinfo cache and the process memo): when it is freed while the
+ * thread is stuck, the thread is left to free them itself if it ever returns.
+ */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>

@@ -1,4 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The running view (running.h), read afresh at every call.
+ *
+ * Paths are resolved with openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
+ * from a directory fd of the root, so an absolute symlink in the container
+ * resolves in the container, and ".." never climbs out. Where openat2 is
+ * unavailable (Linux < 5.6, or a seccomp filter that refuses it), the same
+ * resolution is done one component at a time with O_NOFOLLOW and the view
+ * says so in its note.
+ *
+ * Target mode chooses the process by name (process.h), so any process of the
+ * shared PID namespace could call itself NAME (prctl(PR_SET_NAME)), and a
+ * user of a login pod can start one under "unshare -Urm" with an enroot.conf
+ * of their own. Hence only a process in the agent's own user namespace whose
+ * uids are all cfg->target_uid is taken; among those, keeping last_pid,
+ * preferring one without an ancestor of the same name, then one whose parent
+ * is the PID namespace's init or outside it, then the lowest PID favour the
+ * long-lived daemon.
+ */
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>

@@ -2,6 +2,12 @@
 /*
  * The desired side: one consistent read of a kubelet-projected ConfigMap
  * directory. See volume.h for the layout and every error code.
+ *
+ * The top-level KEY links are ignored: just after a flip a new key has no
+ * link yet and a removed key's link dangles, while the version directory is
+ * already complete (kubernetes pkg/volume/util/atomic_writer.go). In a plain
+ * directory top-level symlinks are not followed (O_NOFOLLOW), because a link
+ * there may point anywhere on the node.
  */
 #include <fcntl.h>
 #include <stdint.h>

@@ -2,6 +2,44 @@
 /*
  * Watches the desired directory: inotify, coalesced into one handler call
  * per burst, or a poll timer. See watcher.h for the contract.
+ *
+ * A watch on a file, or on the directory ..data resolves to, dies with
+ * IN_DELETE_SELF at the next kubelet update, hence one watch on the directory.
+ * Its mask leaves out IN_OPEN, IN_ACCESS and IN_CLOSE_NOWRITE: kubelet opens
+ * and reads every file of the volume on each sync, about once a minute,
+ * without changing it.
+ *
+ * inotify mode: events are drained as they come and coalesced: the handler
+ * runs once the directory has been quiet for WATCHER_SETTLE_USEC, and at the
+ * latest WATCHER_SETTLE_MAX_USEC after the first event of a burst. kubelet's
+ * rename of ..data over the old link is the update itself: the handler runs
+ * at once, and events later in the same burst never postpone it (unless the
+ * last flip was looked at less than WATCHER_SETTLE_USEC before: a storm of
+ * updates is coalesced like any other burst). The rest of kubelet's update
+ * (links for new keys, rm -r of the old version: well under a millisecond)
+ * is usually a second, short burst; when it touches only names that start
+ * with ".." other than ..data and the version the handler last read
+ * (Kubernetes refuses such keys: they are version directories and
+ * ..data_tmp, which no read goes through), it calls nothing and only takes a
+ * new signature; a link for a new key still calls the handler. The inotify
+ * source runs before the loop's other sources of the same turn (a scrape that
+ * arrives with a change is answered after the change is looked at), and after
+ * a flip's call the signature for watcher_verify() is taken once the loop is
+ * idle, not before the call. An inotify queue overflow (IN_Q_OVERFLOW) is a
+ * hint like any other.
+ *
+ * poll mode: the signature is readlink(..data); the directory's dev, ino,
+ * mtime, ctime; lstat of each entry: name, ino, mode, size, mtime, ctime.
+ * Reading a file changes no part of it, so kubelet's resync is not a change.
+ *
+ * auto mode falls back to polling, for good, when inotify_init1() fails
+ * (EMFILE: fs.inotify.max_user_instances, shared by every container of the
+ * user on the node, often 128; ENOSYS, EINVAL: a runtime without it),
+ * inotify_add_watch() fails (ENOSPC: fs.inotify.max_user_watches), the
+ * directory is on a filesystem whose changes made outside this kernel raise
+ * no event (FUSE/virtio-fs, 9p, NFS, SMB, Ceph: see
+ * remote_filesystem_name()), or watcher_verify() found a change no event
+ * announced.
  */
 #include <dirent.h>
 #include <fcntl.h>

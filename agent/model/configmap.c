@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A ConfigMap's data keys (configmap.h), checked as the API server checks
+ * them (IsConfigMapKey). Duplicate object keys are refused because the API
+ * server never prints them and JSON readers disagree on which one wins.
+ */
 #include <assert.h>
 #include <jansson.h>
 #include <stdarg.h>

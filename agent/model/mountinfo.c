@@ -1,4 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * /proc/PID/mountinfo parsing (mountinfo.h). One line per mount (proc(5)):
+ *
+ *   36 35 98:0 /mnt1 /mnt/parent rw,noatime master:1 - ext3 /dev/root rw,errors=continue
+ *   (1)(2)(3)  (4)   (5)         (6)       (7)      (8)(9)  (10)      (11)
+ *
+ * mount ID, parent ID, major:minor, root, mount point, mount options, zero or
+ * more optional fields ended by a lone "-", filesystem type, source, super
+ * options. Fields are separated by exactly one space; the kernel escapes
+ * space, tab, newline and backslash in paths as \ooo octal (seq_escape), so a
+ * field may be empty (a mount with source "" shows two spaces) but never holds
+ * a raw separator.
+ *
+ * A subPath mount's root: kubelet bind-mounts the file inside the atomic
+ * writer's version directory, so the root reads
+ * ".../<volume>/..2026_12_02_14_00_00.123456789/enroot.conf", and once the
+ * writer has removed that directory the kernel's dentry_path() appends
+ * "//deleted" (a sequence no live path contains). The version's shape is
+ * checked because a decoded "\012" is a newline: what the table holds must
+ * not put such bytes into a log line, a metric or the pod condition.
+ */
 #include <limits.h>
 
 #include "mountinfo.h"

@@ -1,4 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The workload's ConfigMap version (workload.h).
+ *
+ * kubelet resolves a subPath when it starts a container: each container gets
+ * the file of the version directory that was current at ITS start. The agent's
+ * own mounts show the version current when the agent started, which is the
+ * workload's only while both started under the same version. A restart of the
+ * agent alone after a ConfigMap update breaks that: the agent then shows the
+ * new version while slurmd still runs the old one. Hence the three sources of
+ * a container's version in workload.h; the record exists because the pod
+ * status outlives the agent's restarts, and the start time is
+ * status.containerStatuses[].state.running.startedAt against the ctime of
+ * ..data (kubelet resolved the version current at the container's start).
+ *
+ * The start-time rule has one blind spot, named in OPERATIONS: an update that
+ * kubelet writes between creating and starting the workload container (a
+ * fraction of a second) within the same wall-clock second.
+ */
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>

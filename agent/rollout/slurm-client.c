@@ -1,4 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Slurm's commands run for the rollout (slurm-client.h).
+ *
+ * SLURM_TIME_FORMAT=%s makes times read as seconds since the epoch. Output
+ * formats: Slurm 21.08 and later print JSON (`sinfo --json`, `squeue --json`;
+ * from 23.02 the node list comes from `scontrol --json show node`, because
+ * `sinfo --json` then groups nodes). Debian 12 ships 22.05, which has the
+ * first two and no `scontrol --json`. Older or JSON-less builds are read
+ * through `scontrol --oneliner show node` and `squeue --format`.
+ * SLURM_FORMAT_AUTO picks by `scontrol --version` and falls back to text when
+ * a JSON command says it does not know the option or has no serializer.
+ */
 #include <ctype.h>
 #include <stdarg.h>
 #include <sys/wait.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 0: bounded reads of files under foreign control. Never logs.
+ * Bounded reads of files under foreign control. Never logs.
  */
 #pragma once
 

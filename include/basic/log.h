@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 0: logging to stderr. When stderr is the journal (JOURNAL_STREAM
+ * Logging to stderr. When stderr is the journal (JOURNAL_STREAM
  * names our stderr), each line carries a "<N>" syslog level prefix so
  * journald keeps the severity; otherwise lines read "aicr-enroot-agent: ...".
  * Logging never changes errno.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 0: small macros shared by every module: cleanup attributes,
+ * Small macros shared by every module: cleanup attributes,
  * ownership transfer and string predicates. Nothing here allocates.
  */
 #pragma once

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 0: opening a path inside a directory as if that directory were "/"
+ * Opening a path inside a directory as if that directory were "/"
  * (a process's root seen through /proc/PID/root, or a running root), without
  * ever leaving it: an absolute symlink resolves inside the root, and ".."
  * never climbs out.

@@ -1,20 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 0: runs one program to its end and collects what it prints, with a
- * timeout and caps on its output. It blocks: this is for command-line
- * programs, never for the daemon's event loop. Never logs.
+ * Runs one program to its end and collects what it prints, with a timeout
+ * and caps on its output. It blocks: this is for command-line programs, never
+ * for the daemon's event loop. Never logs.
  *
  * No shell: argv[0] is looked up in PATH (as execvp() does; itself when it
  * holds a '/'), argv is passed as it is. The child gets /dev/null as stdin,
  * pipes as stdout and stderr, none of our other descriptors, an empty signal
  * mask, SIGPIPE at its default, and its own process group, which is killed
- * whole (SIGKILL) on a timeout or when stdout crosses its cap.
- *
- * The wait is on a pidfd (Linux 5.3), polled together with the output pipes:
- * the caller wakes when the child prints, closes its output or exits, and
- * never sleeps in between. No SIGCHLD handler is needed or touched. Where
- * pidfd_open() fails (an older kernel, a seccomp filter, valgrind 3.19), a
- * child that closed its output is looked for every millisecond.
+ * whole (SIGKILL) on a timeout or when stdout crosses its cap. No SIGCHLD
+ * handler is needed or touched.
  */
 #pragma once
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 0: a growable text buffer with a hard cap. Once an append would
+ * A growable text buffer with a hard cap. Once an append would
  * cross the cap, the buffer refuses it with -ENOBUFS and keeps what it had,
  * so a caller can always render a bounded, well-formed prefix.
  * The buffer owns its memory; strbuf_steal() hands it over.

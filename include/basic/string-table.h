@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 0: an enum and its names in one table. A module writes
+ * An enum and its names in one table. A module writes
  *
  *     static const char *const side_table[_SIDE_MAX] = {
  *             [SIDE_DESIRED] = "desired",

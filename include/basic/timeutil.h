@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 0: the one way to read a clock, in microseconds. CLOCK_MONOTONIC for
+ * The one way to read a clock, in microseconds. CLOCK_MONOTONIC for
  * delays and deadlines, CLOCK_REALTIME for what is shown or written (times in
  * logs, metrics, conditions).
  */

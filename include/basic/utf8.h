@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 0: UTF-8 validation for text from outside (label values, server
+ * UTF-8 validation for text from outside (label values, server
  * messages quoted in logs).
  */
 #pragma once

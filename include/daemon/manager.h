@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 3: the manager owns the event loop and every event source (the
+ * The manager owns the event loop and every event source (the
  * watcher, the HTTP server, the resync timer, signals, the target process's
  * pidfd) and the one Report the agent publishes. Every wake-up re-reads
  * both sides and recomputes: events are hints, state is the truth.

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 2: `aicr-enroot-agent --check`, the exec readiness probe. A small
- * blocking client of our own /readyz: one connection, one fixed request, the
- * status line and the first body line read back, all within one deadline and
- * a fixed buffer. No libcurl (its global initialisation sets up TLS), no
- * event loop: the probe runs every few seconds in every pod and must cost a
- * few milliseconds and little memory.
+ * `aicr-enroot-agent --check`, the exec readiness probe: a small blocking
+ * client of our own /readyz. One connection, one fixed request, the status
+ * line and the first body line read back, all within one deadline and a
+ * fixed buffer. No libcurl and no event loop: it links into the front door,
+ * which uses libc alone (docs/DESIGN.md §8).
  */
 #pragma once
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 0 (pure, libc only): the --listen address, shared by the HTTP
- * server (httpd.h) and the readiness probe (check.h), which must not pull
- * in the server's libraries.
+ * The --listen address, shared by the HTTP server (httpd.h) and the
+ * readiness probe (check.h), which must not pull in the server's libraries:
+ * no I/O, libc only.
  */
 #pragma once
 

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 2: the HTTP server, libmicrohttpd driven by the caller's sd-event
- * loop on the caller's thread (MHD_USE_EPOLL without an internal thread:
- * MHD's epoll descriptor is one sd-event I/O source, its timeout one timer).
- * Every response is rendered inside the loop from what HttpdSource returns
- * at that moment, so it is always one consistent Report, with no locking.
+ * The HTTP server: libmicrohttpd driven by the caller's sd-event loop on the
+ * caller's thread. Every response is rendered inside the loop from what
+ * HttpdSource returns at that moment, so it is always one consistent Report,
+ * with no locking.
  *
  *   GET|HEAD /metrics  Prometheus text format 0.0.4 (METRICS_CONTENT_TYPE)
  *   GET|HEAD /healthz  200 "ok": the loop is alive
@@ -13,25 +12,17 @@
  *                      the pod is current
  *   GET|HEAD /status   application/json: status_json_render()
  *   other paths 404; other methods 405 with "Allow: GET, HEAD"; a request
- *   announcing a body (Content-Length, Transfer-Encoding) 413, body unread.
- *   libmicrohttpd itself refuses oversized headers (431) and request lines
- *   (414) within HTTPD_CONNECTION_MEMORY_BYTES, and answers malformed
- *   requests with 400 or by closing.
+ *   announcing a body (Content-Length, Transfer-Encoding) 413, body unread;
+ *   oversized headers 431 and request lines 414 (within
+ *   HTTPD_CONNECTION_MEMORY_BYTES); malformed requests 400 or a close.
  *
- * Every answer but /metrics' is given as soon as the headers are in and
- * closes the connection (libmicrohttpd does so for an answer queued that
- * early): a probe is one request. /metrics is answered once the request is
- * complete, so a scraper may keep the connection for its next scrape
- * (HTTP/1.1 keep-alive, unless it asked "Connection: close").
- * Bounds: HTTPD_MAX_CONNECTIONS_PER_IP per client address (one more is closed
- * at once), HTTPD_MAX_CONNECTIONS in all (more wait in the kernel's accept
- * queue until a slot frees), HTTPD_REQUEST_DEADLINE_SEC for a complete request
- * line and headers from the connection's start or its previous answer (a
- * client that trickles its request, or keeps an idle connection, loses it
- * then), and HTTPD_IDLE_TIMEOUT_SEC without progress (a client that does not
- * read its answer). When every slot but the reserved ones is taken, a
- * newcomer takes the slot of the connection that has waited longest for its
- * request (HTTPD_MAX_EVICTING).
+ * Every answer but /metrics' closes the connection (a probe is one request);
+ * /metrics keeps it for the scraper's next scrape unless it asked
+ * "Connection: close". Bounds: HTTPD_MAX_CONNECTIONS_PER_IP per client
+ * address, HTTPD_MAX_CONNECTIONS in all, HTTPD_REQUEST_DEADLINE_SEC for a
+ * complete request line and headers, HTTPD_IDLE_TIMEOUT_SEC without progress,
+ * and eviction of the longest-waiting connection when slots run out
+ * (HTTPD_MAX_EVICTING); see the constants below.
  *
  * The server never logs above debug: errors are returned, with a sentence
  * for the caller to log.

@@ -1,16 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * In-cluster configuration: what Kubernetes gives a pod to find and trust
- * the API server. kubelet sets KUBERNETES_SERVICE_HOST and
- * KUBERNETES_SERVICE_PORT in every container; a projected service-account
- * volume holds token, ca.crt and namespace (OPTIONS_DEFAULT_SERVICEACCOUNT_DIR
- * by default). The daemon and the rollout tool find them here; the URL is
- * built by options_service_api_url(), the one place, which the daemon's
- * options use through options_apply_environment(). The downward API's
- * POD_NAME and POD_NAMESPACE are read with the options
- * (options_apply_environment(), rollout_args_parse()). What each does without
- * ca.crt is its own (the daemon refuses, the rollout tool trusts the system's
- * CAs and sends no token): see their callers.
+ * In-cluster configuration: where a pod finds and how it trusts the API
+ * server (docs/DESIGN.md §6): KUBERNETES_SERVICE_HOST and
+ * KUBERNETES_SERVICE_PORT, and the projected service-account volume's token,
+ * ca.crt and namespace (OPTIONS_DEFAULT_SERVICEACCOUNT_DIR by default). Shared
+ * by the daemon and the rollout tool; what each does without ca.crt is its
+ * caller's choice (the daemon refuses, the rollout tool trusts the system's
+ * CAs and sends no token).
  */
 #pragma once
 

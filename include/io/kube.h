@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 2: a small Kubernetes API client on libcurl's multi interface,
+ * A small Kubernetes API client on libcurl's multi interface,
  * driven by sd-event (curl's sockets and timer become event sources), so a
  * slow or dead API server never blocks the loop that serves /metrics.
  *

@@ -1,18 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 2: the parsed mountinfo of one mount namespace, kept between reads
- * of the running view (running.h): the kernel reports every mount and
- * unmount in that namespace as POLLPRI on an open procfs mountinfo file
- * (proc(5)), so an unchanged mount table is never formatted and parsed
- * again (most of an evaluation's CPU otherwise).
- * What changes without a mount event, a mount root's "//deleted" when
- * kubelet removes the version directory a subPath file was mounted from,
- * is taken from the file's own st_nlink instead (see RunningFile). A
- * mountinfo file not on procfs (tests) is read every time. In target mode
- * the namespace is checked at each read (the target may have been replaced);
- * the agent's own (default mode) is taken to stay the one it was read in:
- * a program that changes its mount namespace (unshare(2), setns(2)) must
- * not keep a cache across the change.
+ * The parsed mountinfo of one mount namespace, kept between reads of the
+ * running view (running.h) and parsed again only after the kernel reports a
+ * mount or unmount in that namespace.
+ *
+ * What changes without a mount event is not seen here: a mount root's
+ * "//deleted" when kubelet removes the version directory a subPath file was
+ * mounted from is taken from the file's own st_nlink instead (see
+ * RunningFile). A mountinfo file not on procfs (tests) is read every time. In
+ * target mode the namespace is checked at each read (the target may have been
+ * replaced); the agent's own (default mode) is taken to stay the one it was
+ * read in: a program that changes its mount namespace (unshare(2), setns(2))
+ * must not keep a cache across the change.
  *
  * Never logs.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 2: keeps the agent's condition on its own pod true (docs/DESIGN.md §4, §6).
+ * Keeps the agent's condition on its own pod true (docs/DESIGN.md §4, §6).
  *
  * It reads the pod once, then watches it (a field-selected watch that
  * resumes from the last resourceVersion and reads the pod again after 410

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 2: this process's statistics for the process_* metrics, read from
+ * This process's statistics for the process_* metrics, read from
  * /proc/self and the kernel's accounting. The renderer (metrics.h) takes them
  * as a plain ProcessStats and does no I/O itself.
  */

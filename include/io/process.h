@@ -1,19 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 2: finding the workload's process by name in a procfs (the running
- * view's target mode, running.h).
+ * Finding the workload's process by name in a procfs (the running view's
+ * target mode, running.h). Only a process in the agent's own user namespace
+ * whose uids are all the target uid is taken (the others are listed, with the
+ * reason, for the caller to say); among those, one without an ancestor of the
+ * same name wins, then one whose parent is the PID namespace's init or
+ * outside it, then the lowest PID.
  *
- * The process is chosen by name, so any process of the shared PID namespace
- * could call itself NAME (prctl(PR_SET_NAME)), and a user of a login pod can
- * start one under "unshare -Urm" with an enroot.conf of their own. Only a
- * process in the agent's own user namespace whose uids are all the target
- * uid is taken (the others are listed, with the reason, for the caller to
- * say); among those, one without an ancestor of the same name wins, then
- * one whose parent is the PID namespace's init or outside it, then the
- * lowest PID: they favour the long-lived daemon.
- *
- * Stateless: each call looks again. Processes come and go while we look:
- * one that cannot be read is skipped. Never logs.
+ * Stateless: each call looks again. Processes come and go while we look: one
+ * that cannot be read is skipped. Never logs.
  */
 #pragma once
 

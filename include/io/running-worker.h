@@ -1,31 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 2: reads the running view (running.h) on a thread of its own, so
- * that a file system that never answers cannot stop the event loop. A
- * running file on a FUSE mount whose server hangs, or on an NFS mount whose
- * server went away, blocks the thread that opens or reads it in the kernel;
- * on the loop's thread that would stop /healthz, /readyz, /metrics, the API
- * client and the watchdog, and a liveness probe would restart the agent into
- * the same hang. Here only the worker thread waits; the loop goes on.
+ * Reads the running view (running.h) on a thread of its own, so that a file
+ * system that never answers (a FUSE mount whose server hangs, an NFS mount
+ * whose server went away) cannot stop the event loop: only the worker thread
+ * waits.
  *
  * One read at a time: running_worker_start() refuses (-EBUSY) while one is
  * outstanding, so reads stuck on a hung file system never pile up. A read
- * that has not returned RUNNING_READ_DEADLINE_SEC (evaluate.h) after it started is
- * reported as STALLED, naming the path it waits for (NULL when it waits
- * elsewhere, on procfs say). It stays outstanding: a thread blocked in the
- * kernel cannot be cancelled, and a FUSE request its server has taken cannot
- * even be interrupted by SIGKILL; the read ends when the file system answers
- * or the mount is aborted (`umount -f`, killing the FUSE server, writing to
- * /sys/fs/fuse/connections/N/abort). Its view is then stale: it is dropped
- * and RECOVERED is reported, so the owner reads again.
+ * that has not returned RUNNING_READ_DEADLINE_SEC (evaluate.h) after it
+ * started is reported as STALLED, naming the path it waits for (NULL when it
+ * waits elsewhere, on procfs say). It stays outstanding until the file system
+ * answers or the mount is aborted; its view is then stale: it is dropped and
+ * RECOVERED is reported, so the owner reads again.
  *
- * The worker owns copies of everything the thread reads (the paths, the
- * options' strings, the mountinfo cache and the process memo): when it is
- * freed while the thread is stuck, the thread is left to free them itself if
- * it ever returns, and nothing the owner frees is touched by it.
- *
- * The thread runs with every signal blocked, so signals (SIGTERM, SIGHUP)
- * keep going to the loop's signalfd.
+ * The worker owns copies of everything the thread reads: nothing the owner
+ * frees is touched by the thread, even when the worker is freed while the
+ * thread is stuck. The thread runs with every signal blocked, so signals
+ * (SIGTERM, SIGHUP) keep going to the loop's signalfd.
  */
 #pragma once
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 2: the running view, what the workload container really reads
+ * The running view, what the workload container really reads
  * (docs/DESIGN.md §3): each running file's content, its inode facts and what
  * mountinfo says about the mount it comes from.
  *
@@ -12,17 +12,16 @@
  *    shareProcessNamespace: true reads the files through PROC/PID/root of the
  *    process whose comm is NAME, and that process's PROC/PID/mountinfo.
  *    Needs the same uid as that process, or CAP_SYS_PTRACE (proc(5):
- *    /proc/PID/root is guarded by a ptrace access-mode check).
+ *    /proc/PID/root is guarded by a ptrace access-mode check). Only a process
+ *    in the agent's own user namespace whose uids are all cfg->target_uid is
+ *    taken; the others are named in view->warning.
  *
- * Every path is resolved inside the root as if it were "/" (root-open.h): with
- * openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) from a directory fd of the
- * root, so an absolute symlink in the container resolves in the container,
- * and ".." never climbs out. Where openat2 is unavailable (Linux < 5.6, or a
- * seccomp filter that refuses it), the same resolution is done one component
- * at a time with O_NOFOLLOW and the view says so.
+ * Every path is resolved inside the root as if it were "/" (root-open.h): ".."
+ * and absolute symlinks never leave it.
  *
- * Stateless: each call looks again ("events are hints, state is the truth").
- * Nothing here logs above debug; sentences for the user are returned.
+ * Stateless: each call looks again. Blocking: a read of a hung FUSE or NFS
+ * mount does not return (running-worker.h runs it off the loop). Nothing here
+ * logs above debug; sentences for the user are returned.
  *
  * Use from the manager (target mode): keep view->pid and pass it back as
  * last_pid; when it differs from the previous one, take the new pidfd
@@ -30,14 +29,6 @@
  * sd_event_add_io(..., EPOLLIN, ...): it fires once the process exits, which
  * is the moment to read again. Nothing signals a process that appears: while
  * the view is not observable, only a timer (the resync) finds it.
- * The process is chosen by name (process.h), so any process of the shared PID namespace
- * could call itself NAME (prctl(PR_SET_NAME)), and a user of a login pod can
- * start one under "unshare -Urm" with an enroot.conf of their own. Only a
- * process in the agent's own user namespace whose uids are all
- * cfg->target_uid is taken (the others are named in view->warning); among
- * those, keeping last_pid, preferring one without an ancestor of the same
- * name, then one whose parent is the PID namespace's init or outside it,
- * then the lowest PID favour the long-lived daemon.
  */
 #pragma once
 

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 2: the desired side. Reads the keys of a ConfigMap mounted as a whole
- * directory, the way kubelet's atomic writer lays it out
- * (kubernetes pkg/volume/util/atomic_writer.go, docs/DESIGN.md §2):
+ * The desired side: reads the keys of a ConfigMap mounted as a whole
+ * directory, laid out by kubelet's atomic writer (docs/DESIGN.md §2):
  *
  *   DIR/..data          -> ..2024_05_01_12_00_00.123456789   (symlink, flipped by rename(2))
  *   DIR/..2024_05_...   the version directory: one regular file per key
@@ -10,14 +9,11 @@
  *
  * A read resolves ..data once and reads every key from that one version
  * directory, never through the top-level KEY links, so a snapshot never
- * mixes two versions. The top-level links are ignored: just after a flip a new
- * key has no link yet and a removed key's link dangles, while the version
- * directory is already complete.
+ * mixes two versions.
  *
  * A directory without ..data (a hostPath, a test, a copy) is read directly:
- * each key must be a regular file in DIR itself. Top-level symlinks are NOT
- * followed there (O_NOFOLLOW: such a key reads as -ELOOP), because a link in
- * a plain directory may point anywhere on the node.
+ * each key must be a regular file in DIR itself; a top-level symlink there
+ * reads as -ELOOP.
  *
  * Nothing here logs above debug: every failure is a -errno the caller turns
  * into a message (volume_error_to_string() helps).

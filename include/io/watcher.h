@@ -1,52 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 2: tells its owner when to look at the desired directory again.
+ * Tells its owner when to look at the desired directory again. It watches
+ * the directory, never a file (docs/DESIGN.md §2), and never says what
+ * changed: it calls the handler, which re-reads everything (volume_read()).
  *
- * The watcher watches the directory, never a file (docs/DESIGN.md §2): a watch on a
- * file, or on the directory ..data resolves to, dies with IN_DELETE_SELF at
- * the next kubelet update. Events are hints only: the watcher never says what
- * changed, it calls the handler, which re-reads everything (volume_read()).
+ * Modes:
+ *  - inotify: events are coalesced into one handler call per burst, within
+ *    WATCHER_SETTLE_USEC of quiet and at most WATCHER_SETTLE_MAX_USEC after
+ *    its first event; kubelet's flip of ..data calls the handler at once.
+ *    Kubelet's periodic re-reads of the volume are not changes. An idle
+ *    inotify watcher arms no timer and never wakes the loop.
+ *  - poll: every poll interval, compares a signature of the directory (the
+ *    ..data target, the directory's and each entry's lstat, at most
+ *    WATCHER_MAX_POLL_ENTRIES entries) and calls the handler when it differs.
+ *  - auto: inotify, or poll from then on when inotify cannot be used or
+ *    cannot be trusted on that filesystem (watcher_fallback_reason() says why).
  *
- * inotify mode: one watch on the directory with a mask that leaves out
- * IN_OPEN, IN_ACCESS and IN_CLOSE_NOWRITE (kubelet opens and reads every file
- * of the volume on each sync, about once a minute, without changing it).
- * Events are drained as they come and coalesced: the handler runs once the
- * directory has been quiet for WATCHER_SETTLE_USEC, and at the latest
- * WATCHER_SETTLE_MAX_USEC after the first event of a burst. kubelet's rename
- * of ..data over the old link is the update itself: the handler runs at
- * once, and events later in the same burst never postpone it (unless the
- * last flip was looked at less than WATCHER_SETTLE_USEC before: a storm of
- * updates is coalesced like any other burst). The rest of
- * kubelet's update (links for new keys, rm -r of the old version: well under
- * a millisecond) is usually a second, short burst; when it touches only
- * names that start with ".." other than ..data and the version the handler
- * last read (Kubernetes refuses such keys: they are version directories and
- * ..data_tmp, which no read goes through), it calls nothing and only takes
- * a new signature; a link for a new key still calls the handler. The
- * inotify source runs before the loop's other sources of the same turn (a
- * scrape that arrives with a change is answered after the change is looked
- * at), and after a flip's call the signature for watcher_verify() is taken
- * once the loop is idle, not before the call. An inotify
- * queue overflow (IN_Q_OVERFLOW) is a hint like any other. When the
- * directory is deleted, moved away or unmounted, the handler runs (reason
- * RECREATED, the directory is gone), the watcher checks every poll interval
- * until a directory exists at the path again, watches it and runs the handler
- * again (RECREATED). No timer is armed while nothing changes: an idle
- * inotify watcher never wakes the loop.
- *
- * poll mode: every poll interval, compares a signature of the directory
- * (readlink(..data); the directory's dev, ino, mtime, ctime; lstat of each
- * entry: name, ino, mode, size, mtime, ctime, at most WATCHER_MAX_POLL_ENTRIES)
- * with the previous one and runs the handler when it differs. Reading a
- * file changes no part of the signature, so kubelet's resync is not a change.
- *
- * auto mode: inotify, or poll when inotify cannot be used: inotify_init1()
- * fails (EMFILE: fs.inotify.max_user_instances, shared by every container of
- * the user on the node, often 128; ENOSYS, EINVAL: a runtime without it),
- * inotify_add_watch() fails (ENOSPC: fs.inotify.max_user_watches), the
- * directory is on a filesystem whose changes made outside this kernel raise no
- * event (FUSE/virtio-fs, 9p, NFS, SMB, Ceph: see remote_filesystem_name()), or
- * watcher_verify() found a change no event announced. The switch is for good.
+ * When the directory is deleted, moved away or unmounted, the handler runs
+ * (WATCH_REASON_RECREATED), the watcher looks for it every poll interval, and
+ * runs the handler again once a directory exists at the path.
  *
  * The handler is called from the event loop; it must not free the watcher.
  * It should open the directory by path on each call (it may have been

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): the names kubelet's atomic writer gives the entries of a
+ * The names kubelet's atomic writer gives the entries of a
  * projected volume (docs/DESIGN.md, "kubelet's atomic writer").
  */
 #pragma once

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 0 (pure, libc only): the pod condition's type, checked by option
- * parsing in every program, the readiness probe's included.
+ * The pod condition's type, checked by option parsing in every program, the
+ * readiness probe's included, which is why it uses libc alone.
  */
 #pragma once
 

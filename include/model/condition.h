@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): the pod condition the agent keeps on its own pod
+ * The pod condition the agent keeps on its own pod
  * (docs/DESIGN.md §4 and §6): what it should say, whether the pod already says it,
  * and the strategic merge patch and Event that make it so. Only keys and
  * states ever reach a message, never configuration values.

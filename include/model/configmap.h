@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): a ConfigMap as `kubectl get configmap NAME -o json` prints it
+ * A ConfigMap as `kubectl get configmap NAME -o json` prints it
  * (or a "List" of them, as `kubectl get configmap -o json` prints), reduced to
  * its data keys. Never logs: errors come back as a message.
  *
@@ -15,8 +15,7 @@
  * - data keys must be valid ConfigMap keys as the API server checks them
  *   (IsConfigMapKey: [-._a-zA-Z0-9]+, at most CONFIGMAP_MAX_KEY_BYTES, not ".",
  *   ".." or starting with ".."), and no key may be in both data and binaryData.
- * Refused: duplicate object keys anywhere (the API server never prints them,
- * and readers disagree on which one wins), any other kind, invalid UTF-8.
+ * Refused: duplicate object keys anywhere, any other kind, invalid UTF-8.
  * Error messages name keys and positions but never quote a value: values may
  * be secrets.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): desired (the ConfigMap now) against running (what the
+ * Desired (the ConfigMap now) against running (what the
  * container reads), compared as enroot sees them.
  */
 #pragma once

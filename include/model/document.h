@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): the two files as enroot reads them (docs/DESIGN.md §5).
+ * The two files as enroot reads them (docs/DESIGN.md §5).
  *
  * A Document is one parsed file: every line with what enroot does with it,
  * and the effective settings (the definitions that win), sorted by key.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): one file's state from what was read on both sides.
+ * One file's state from what was read on both sides.
  * The manager gathers the inputs (volume, running view) and keeps the
  * previous report so that "since" timestamps survive unchanged states.
  */

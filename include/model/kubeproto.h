@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): what the agent reads from the Kubernetes API server. A pod
+ * What the agent reads from the Kubernetes API server. A pod
  * (its UID, resourceVersion and conditions), one line of a watch stream, a
  * Status object, a Retry-After header, and the backoff schedule between
  * retries. Everything here is outside input: bounded, validated, and every

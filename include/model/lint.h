@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): lint rules over a parsed Document. Each finding names the
+ * Lint rules over a parsed Document. Each finding names the
  * line, a stable rule id, and says what enroot does and what to do instead.
  * Messages never contain values (they may be secrets), only keys.
  */

@@ -1,20 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): /proc/PID/mountinfo as a table (proc(5)).
+ * /proc/PID/mountinfo as a table (proc(5)): one entry per mount, with the
+ * kernel's \ooo escapes in paths decoded.
  *
- * One line per mount:
- *   36 35 98:0 /mnt1 /mnt/parent rw,noatime master:1 - ext3 /dev/root rw,errors=continue
- *   (1)(2)(3)  (4)   (5)         (6)       (7)      (8)(9)  (10)      (11)
- * mount ID, parent ID, major:minor, root, mount point, mount options, zero or
- * more optional fields ended by a lone "-", filesystem type, source, super
- * options. Fields are separated by exactly one space; the kernel escapes
- * space, tab, newline and backslash in paths as \ooo octal (seq_escape), so a
- * field may be empty (a mount with source "" shows two spaces) but never holds
- * a raw separator. All of that is decoded here.
- *
- * Parsing never fails on content: a line that does not have this shape is
- * skipped and counted, so one odd filesystem cannot hide the mounts we need.
- * Nothing here logs.
+ * Parsing never fails on content: a line that does not have mountinfo's shape
+ * is skipped and counted, so one odd filesystem cannot hide the mounts we
+ * need. Nothing here logs.
  */
 #pragma once
 
@@ -80,20 +71,17 @@ int mountinfo_find_mount_point(const MountInfo *mi, const char *path, const Moun
  * mount namespaces), or NULL. Borrowed. */
 const MountInfoEntry *mountinfo_find_id(const MountInfo *mi, uint64_t mount_id);
 
-/* What a kubelet subPath mount root says about its version. kubelet
- * bind-mounts the file inside the atomic writer's version directory, so the
- * root reads ".../<volume>/..2026_12_02_14_00_00.123456789/enroot.conf", and
- * once the writer has removed that directory the kernel's dentry_path()
- * appends "//deleted" (a sequence no live path contains).
+/* What a kubelet subPath mount root (".../<volume>/..VERSION/KEY", with
+ * "//deleted" appended once kubelet removed that version directory) says
+ * about its version (docs/DESIGN.md §3).
  *
  * *ret_deleted tells whether root ends in "//deleted". The version id is the
  * component right before the last one when it starts with ".." (kubelet's
  * reserved "..data" and "..data_tmp" excepted); it is returned whole, ".."
  * included, so it compares equal to readlink("..data") of a whole-directory
- * mount of the same volume. It is an opaque id: never read it as a date; its
- * shape is checked (mountinfo_version_is_valid()) so that what the table
- * holds cannot put other bytes (a decoded "\012" is a newline) into a log
- * line, a metric or the pod condition.
+ * mount of the same volume. It is an opaque id, never a date; its shape is
+ * checked (mountinfo_version_is_valid()), so it holds no byte that could not
+ * go into a log line, a metric or the pod condition.
  * A ConfigMap item projected into a subdirectory (items[].path "a/b") is not
  * recognized: the version directory is then not the file's parent.
  * Either ret pointer may be NULL; *ret_deleted is set in every case but

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): the daemon's command line. Every error names the option
+ * The daemon's command line. Every error names the option
  * and says what is wrong; nothing is logged here.
  */
 #pragma once

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): what the lint and diff commands print: lint findings and
+ * What the lint and diff commands print: lint findings and
  * diffs as text or JSON. Values appear only when the caller asks for them
  * (they may be secrets). The agent's state (Report) lives in state.h.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): the readiness rule, what /readyz (and so --check, which
+ * The readiness rule, what /readyz (and so --check, which
  * asks it) answers from the manager's Report, with one line saying why.
  */
 #pragma once

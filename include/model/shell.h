@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): what bash makes of enroot.conf text, without running it.
+ * What bash makes of enroot.conf text, without running it.
  *
  * enroot loads enroot.conf with `bash -n FILE` (the whole file must parse),
  * then for each line `IFS=$' \t=' read -r key value` and

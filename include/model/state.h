@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): what the agent knows about this pod, as one value.
+ * What the agent knows about this pod, as one value.
  * The manager owns the Report and replaces it after each evaluation; the
  * HTTP layer renders it (metrics, status JSON) and never changes it.
  * Nothing here holds a configuration value: only keys, version ids, keyed

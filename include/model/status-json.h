@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): the /status JSON document, rendered from the manager's
+ * The /status JSON document, rendered from the manager's
  * Report and the agent's counters. Like metrics.h, it borrows everything it
  * is given and never sees a configuration value; strings that come from file
  * contents are made safe with metrics_safe_string() (METRICS_MAX_LABEL_BYTES

@@ -1,38 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): which ConfigMap version the workload containers run, when
- * the agent reads its own subPath mounts instead of theirs (docs/DESIGN.md §3).
- *
- * kubelet resolves a subPath when it starts a container: each container gets
- * the file of the version directory that was current at ITS start. The agent's
- * own mounts show the version current when the agent started, which is the
- * workload's only while both started under the same version. A restart of the
- * agent alone after a ConfigMap update breaks that: the agent then shows the
- * new version while slurmd still runs the old one. So the agent never takes its
- * own mounts for the workload's without knowing which version each workload
- * container runs. It knows that, for one container instance (a containerID),
- * by one of:
+ * Which ConfigMap version the workload containers run, when the agent reads
+ * its own subPath mounts instead of theirs (docs/DESIGN.md §3). The agent's
+ * own mounts show the workload's files only while both resolved the same
+ * version, so the agent vouches for them only when it knows, per container
+ * instance (containerID), which version that container runs:
  *
  *   remembered  this agent process worked it out earlier for the same
  *               containerID;
  *   record      the agent's condition on the pod, written by an earlier agent
- *               process, says so for the same containerID: the pod status
- *               outlives the agent's restarts ("[workload: slurmd
+ *               process, says so for the same containerID ("[workload: slurmd
  *               containerd://ID runs ..VERSION]" at the end of the message);
- *   start time  the container started (status.containerStatuses[].state.
- *               running.startedAt) at or after the second in which kubelet
- *               flipped ..data to the version the ConfigMap directory shows
- *               now (the ctime of ..data): it then resolved that version.
+ *   start time  the container started at or after the second in which kubelet
+ *               flipped ..data to the version the ConfigMap directory shows now.
  *
- * The start-time rule has one blind spot, named in OPERATIONS: an update that
- * kubelet writes between creating and starting the workload container (a
- * fraction of a second) within the same wall-clock second.
- *
- * Then, per file: when every workload container runs the version of the
- * agent's own mount, what the agent reads is what they read; when they all run
- * the version the ConfigMap shows now, they run exactly the ConfigMap; else the
- * agent cannot see their bytes and the file is "unverifiable" (condition
- * Unknown), never current.
+ * Per file: when every workload container runs the version of the agent's own
+ * mount, what the agent reads is what they read; when they all run the
+ * version the ConfigMap shows now, they run exactly the ConfigMap; else the
+ * file is "unverifiable" (condition Unknown), never current.
  *
  * Nothing here logs; every string that comes from the pod is bounded and
  * checked before it is kept.

@@ -1,26 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 2: Slurm through its commands (sinfo, squeue, scontrol), as the
- * rollout needs it: every node's state and reason, the jobs on given nodes,
- * and drain / resume / down of named nodes. What the commands print is read
- * by the Slurm model (slurm.h).
+ * Slurm through its commands (sinfo, squeue, scontrol), as the rollout needs
+ * it: every node's state and reason, the jobs on given nodes, and drain /
+ * resume / down of named nodes. What the commands print is read by the Slurm
+ * model (slurm.h).
  *
  * Each call runs one command through the spawner (spawn-run.h: no shell, a
  * timeout, a cap on what it may print), with the caller's environment
- * (SLURM_CONF, SLURM_CLUSTERS, ...). It blocks: this is for a command-line
- * program, never for the daemon's event loop. Variables that change what the
- * commands print or select (SINFO_*, SQUEUE_*, SCONTROL_*) are removed from
- * its environment, and SLURM_TIME_FORMAT is set to "%s" so times read as
- * seconds since the epoch.
- *
- * Output formats: Slurm 21.08 and later print JSON (`sinfo --json`,
- * `squeue --json`; from 23.02 the node list comes from `scontrol --json show
- * node`, because `sinfo --json` then groups nodes). Debian 12 ships 22.05,
- * which has the first two and no `scontrol --json`. Older or JSON-less builds
- * are read through `scontrol --oneliner show node` and `squeue --format`.
- * SLURM_FORMAT_AUTO picks by `scontrol --version` and falls back to text
- * when a JSON command says it does not know the option or has no serializer.
- * Never logs above debug.
+ * (SLURM_CONF, SLURM_CLUSTERS, ...) less the variables that change what the
+ * commands print or select (SINFO_*, SQUEUE_*, SCONTROL_*), and with
+ * SLURM_TIME_FORMAT set to "%s". It blocks: this is for a command-line
+ * program, never for the daemon's event loop. SLURM_FORMAT_AUTO reads JSON
+ * where the installed Slurm prints it and text otherwise. Never logs above
+ * debug.
  */
 #pragma once
 
