@@ -7,11 +7,12 @@
 
 #include "slurm.h"
 #include "strbuf.h"
+#include "string-table.h"
 
 /* ------------------------------------------------------------------------ */
 /* Names */
 
-static const char *const node_base_names[_SLURM_NODE_BASE_MAX] = {
+static const char *const slurm_node_base_table[_SLURM_NODE_BASE_MAX] = {
         [SLURM_NODE_UNKNOWN] = "UNKNOWN", [SLURM_NODE_DOWN] = "DOWN",
         [SLURM_NODE_IDLE] = "IDLE",       [SLURM_NODE_ALLOCATED] = "ALLOCATED",
         [SLURM_NODE_ERROR] = "ERROR",     [SLURM_NODE_MIXED] = "MIXED",
@@ -67,9 +68,7 @@ static const FlagName job_state_names[] = {
         {SLURM_JOB_OUT_OF_MEMORY, "OOM"},
 };
 
-const char *slurm_node_base_to_string(SlurmNodeBase b) {
-        return b >= 0 && b < _SLURM_NODE_BASE_MAX ? node_base_names[b] : NULL;
-}
+DEFINE_STRING_TABLE_TO_STRING(slurm_node_base, SlurmNodeBase);
 
 static const char *flag_to_string(const FlagName *table, size_t n, uint32_t flag) {
         for (size_t i = 0; i < n; i++)
@@ -153,7 +152,7 @@ static int node_state_parse(const char *s, SlurmNodeBase *ret_base, uint32_t *re
                         return -EBADMSG;
 
                 for (SlurmNodeBase b = 0; b < _SLURM_NODE_BASE_MAX; b++)
-                        if (word_eq(w, n, node_base_names[b])) {
+                        if (word_eq(w, n, slurm_node_base_table[b])) {
                                 known = true;
                                 if (base < 0)
                                         base = b;
@@ -187,7 +186,7 @@ static int node_state_parse(const char *s, SlurmNodeBase *ret_base, uint32_t *re
 
         if (ret_state) {
                 if (base >= 0) {
-                        r = strbuf_puts(&out, node_base_names[base]);
+                        r = strbuf_puts(&out, slurm_node_base_table[base]);
                         if (r < 0)
                                 return r;
                 }
