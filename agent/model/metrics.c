@@ -3,9 +3,10 @@
 #include <stdio.h>
 
 #include "metrics.h"
+#include "string-table.h"
 #include "utf8.h"
 
-static const char *const trigger_names[_TRIGGER_MAX] = {
+static const char *const eval_trigger_table[_TRIGGER_MAX] = {
         [TRIGGER_STARTUP] = "startup",   [TRIGGER_INOTIFY] = "inotify",
         [TRIGGER_POLL] = "poll",         [TRIGGER_RESYNC] = "resync",
         [TRIGGER_SIGNAL] = "signal",     [TRIGGER_PROCESS] = "process",
@@ -14,16 +15,7 @@ static const char *const trigger_names[_TRIGGER_MAX] = {
 
 const char *const metrics_watch_modes[] = {"inotify", "poll", NULL};
 
-const char *eval_trigger_to_string(EvalTrigger t) {
-        return t >= 0 && t < _TRIGGER_MAX ? trigger_names[t] : NULL;
-}
-
-EvalTrigger eval_trigger_from_string(const char *s) {
-        for (EvalTrigger t = 0; t < _TRIGGER_MAX; t++)
-                if (s && streq(s, trigger_names[t]))
-                        return t;
-        return _TRIGGER_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(eval_trigger, EvalTrigger, _TRIGGER_INVALID);
 
 /* ---------------------------------------------------------------------------
  * Safe strings: valid UTF-8, bounded, distinct inputs stay distinct. */

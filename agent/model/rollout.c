@@ -5,37 +5,30 @@
 #include <time.h>
 
 #include "rollout.h"
+#include "string-table.h"
 #include "workload.h"
 
-static const char *const role_names[_ROLE_MAX] = {
+static const char *const rollout_role_table[_ROLE_MAX] = {
         [ROLE_WORKER] = "worker",
         [ROLE_LOGIN] = "login",
 };
 
-static const char *const verdict_names[_VERDICT_MAX] = {
+static const char *const pod_verdict_table[_VERDICT_MAX] = {
         [VERDICT_STALE] = "stale",
         [VERDICT_CURRENT] = "current",
         [VERDICT_UNKNOWN] = "unknown",
         [VERDICT_UNVERIFIED] = "unverified",
 };
 
-static const char *const claim_names[_CLAIM_MAX] = {
+static const char *const node_claim_table[_CLAIM_MAX] = {
         [CLAIM_AVAILABLE] = "available", [CLAIM_OURS] = "ours",
         [CLAIM_REPLACED] = "replaced",   [CLAIM_OTHER_ROLLOUT] = "other-rollout",
         [CLAIM_FOREIGN] = "foreign",
 };
 
-const char *rollout_role_to_string(RolloutRole r) {
-        return r >= 0 && r < _ROLE_MAX ? role_names[r] : NULL;
-}
-
-const char *pod_verdict_to_string(PodVerdict v) {
-        return v >= 0 && v < _VERDICT_MAX ? verdict_names[v] : NULL;
-}
-
-const char *node_claim_to_string(NodeClaim c) {
-        return c >= 0 && c < _CLAIM_MAX ? claim_names[c] : NULL;
-}
+DEFINE_STRING_TABLE_TO_STRING(rollout_role, RolloutRole);
+DEFINE_STRING_TABLE_TO_STRING(pod_verdict, PodVerdict);
+DEFINE_STRING_TABLE_TO_STRING(node_claim, NodeClaim);
 
 void rollout_pod_done(RolloutPod *p) {
         free(p->name);

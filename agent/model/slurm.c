@@ -5,13 +5,15 @@
 #include <limits.h>
 #include <stdarg.h>
 
+#include "slurm-parse.h"
 #include "slurm.h"
 #include "strbuf.h"
+#include "string-table.h"
 
 /* ------------------------------------------------------------------------ */
 /* Names */
 
-static const char *const node_base_names[_SLURM_NODE_BASE_MAX] = {
+static const char *const slurm_node_base_table[_SLURM_NODE_BASE_MAX] = {
         [SLURM_NODE_UNKNOWN] = "UNKNOWN", [SLURM_NODE_DOWN] = "DOWN",
         [SLURM_NODE_IDLE] = "IDLE",       [SLURM_NODE_ALLOCATED] = "ALLOCATED",
         [SLURM_NODE_ERROR] = "ERROR",     [SLURM_NODE_MIXED] = "MIXED",
@@ -67,9 +69,7 @@ static const FlagName job_state_names[] = {
         {SLURM_JOB_OUT_OF_MEMORY, "OOM"},
 };
 
-const char *slurm_node_base_to_string(SlurmNodeBase b) {
-        return b >= 0 && b < _SLURM_NODE_BASE_MAX ? node_base_names[b] : NULL;
-}
+DEFINE_STRING_TABLE_TO_STRING(slurm_node_base, SlurmNodeBase);
 
 static const char *flag_to_string(const FlagName *table, size_t n, uint32_t flag) {
         for (size_t i = 0; i < n; i++)
@@ -153,7 +153,7 @@ static int node_state_parse(const char *s, SlurmNodeBase *ret_base, uint32_t *re
                         return -EBADMSG;
 
                 for (SlurmNodeBase b = 0; b < _SLURM_NODE_BASE_MAX; b++)
-                        if (word_eq(w, n, node_base_names[b])) {
+                        if (word_eq(w, n, slurm_node_base_table[b])) {
                                 known = true;
                                 if (base < 0)
                                         base = b;
@@ -187,7 +187,7 @@ static int node_state_parse(const char *s, SlurmNodeBase *ret_base, uint32_t *re
 
         if (ret_state) {
                 if (base >= 0) {
-                        r = strbuf_puts(&out, node_base_names[base]);
+                        r = strbuf_puts(&out, slurm_node_base_table[base]);
                         if (r < 0)
                                 return r;
                 }
@@ -385,7 +385,21 @@ bool slurm_name_is_valid(const char *s, size_t len) {
         return true;
 }
 
-static int grow(void **array, size_t *alloc, size_t need, size_t size) {
+int slurm_parse_number(const char *s, size_t len, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (len == 0 || len > SLURM_MAX_DIGITS)
+                return -EBADMSG;
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return -EBADMSG;
+                v = v * 10 + (uint64_t) (s[i] - '0');
+        }
+        *ret = v;
+        return 0;
+}
+
+int slurm_grow(void **array, size_t *alloc, size_t need, size_t size) {
         size_t n;
         void *p;
 
@@ -401,178 +415,6 @@ static int grow(void **array, size_t *alloc, size_t need, size_t size) {
                 return -ENOMEM;
         *array = p;
         *alloc = n;
-        return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Hostlists */
-
-char **slurm_names_free(char **names) {
-        if (!names)
-                return NULL;
-        for (char **p = names; *p; p++)
-                free(*p);
-        free(names);
-        return NULL;
-}
-DEFINE_TRIVIAL_CLEANUP_FUNC(char **, slurm_names_free);
-
-typedef struct Names {
-        char **v;
-        size_t n, alloc;
-} Names;
-
-static int names_add(Names *names, const char *s, size_t len) {
-        char *d;
-        int r;
-
-        if (names->n >= SLURM_MAX_NODES || len > SLURM_MAX_NAME_BYTES)
-                return -ENOBUFS;
-        r = grow((void **) &names->v, &names->alloc, names->n + 2, sizeof(char *));
-        if (r < 0)
-                return r;
-        d = strndup(s, len);
-        if (!d)
-                return -ENOMEM;
-        names->v[names->n++] = d;
-        names->v[names->n] = NULL;
-        return 0;
-}
-
-/* One range of a bracket, "7" or "01-03". */
-typedef struct Range {
-        uint64_t lo, hi;
-        int width; /* zero-padded to this many digits */
-} Range;
-
-#define HOSTLIST_MAX_DIGITS 18
-
-static int parse_number(const char *s, size_t len, uint64_t *ret) {
-        uint64_t v = 0;
-
-        if (len == 0 || len > HOSTLIST_MAX_DIGITS)
-                return -EBADMSG;
-        for (size_t i = 0; i < len; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return -EBADMSG;
-                v = v * 10 + (uint64_t) (s[i] - '0');
-        }
-        *ret = v;
-        return 0;
-}
-
-/* Expands item[pos..len) (text and brackets, no top-level comma) after the
- * prefix already in buf. */
-static int expand_item(const char *item, size_t len, size_t pos, char *buf, size_t buf_len,
-                       Names *names) {
-        const char *open, *close;
-        size_t text;
-
-        open = memchr(item + pos, '[', len - pos);
-        text = (open ? (size_t) (open - item) : len) - pos;
-        if (buf_len + text > SLURM_MAX_NAME_BYTES)
-                return -ENOBUFS;
-        if (memchr(item + pos, ']', text))
-                return -EBADMSG;
-        memcpy(buf + buf_len, item + pos, text);
-        buf_len += text;
-        if (!open)
-                return buf_len == 0 ? -EBADMSG : names_add(names, buf, buf_len);
-
-        close = memchr(open, ']', (size_t) (item + len - open));
-        if (!close || close == open + 1 || memchr(open + 1, '[', (size_t) (close - open - 1)))
-                return -EBADMSG;
-
-        for (const char *p = open + 1; p < close;) {
-                const char *comma = memchr(p, ',', (size_t) (close - p));
-                const char *end = comma ? comma : close;
-                const char *dash = memchr(p, '-', (size_t) (end - p));
-                Range rg = {};
-                int r;
-
-                r = parse_number(p, (size_t) ((dash ? dash : end) - p), &rg.lo);
-                if (r < 0)
-                        return r;
-                rg.hi = rg.lo;
-                if (dash) {
-                        r = parse_number(dash + 1, (size_t) (end - dash - 1), &rg.hi);
-                        if (r < 0)
-                                return r;
-                }
-                if (rg.hi < rg.lo)
-                        return -EBADMSG;
-                if (rg.hi - rg.lo >= SLURM_MAX_NODES)
-                        return -ENOBUFS;
-                /* Slurm pads to the width of the lower bound as written. */
-                rg.width = (int) ((dash ? dash : end) - p);
-
-                for (uint64_t v = rg.lo; v <= rg.hi; v++) {
-                        char digits[HOSTLIST_MAX_DIGITS + 2];
-                        int n = snprintf(digits, sizeof(digits), "%0*" PRIu64, rg.width, v);
-
-                        if (n < 0 || (size_t) n >= sizeof(digits))
-                                return -EBADMSG;
-                        if (buf_len + (size_t) n > SLURM_MAX_NAME_BYTES)
-                                return -ENOBUFS;
-                        memcpy(buf + buf_len, digits, (size_t) n);
-                        r = expand_item(item, len, (size_t) (close - item) + 1, buf,
-                                        buf_len + (size_t) n, names);
-                        if (r < 0)
-                                return r;
-                }
-                p = comma ? comma + 1 : close;
-                if (comma && p == close)
-                        return -EBADMSG;
-        }
-        return 0;
-}
-
-int slurm_hostlist_expand(const char *hostlist, char ***ret_names, size_t *ret_n) {
-        _cleanup_(slurm_names_freep) char **v = NULL;
-        Names names = {};
-        char buf[SLURM_MAX_NAME_BYTES + 1];
-        int r = 0;
-
-        for (const char *p = hostlist; *p && r >= 0;) {
-                /* A top-level comma ends an item; commas inside brackets do not. */
-                const char *end = p;
-                int depth = 0;
-
-                for (; *end; end++) {
-                        if (*end == '[')
-                                depth++;
-                        else if (*end == ']')
-                                depth--;
-                        else if (*end == ',' && depth == 0)
-                                break;
-                        if (depth < 0 || depth > 1) {
-                                r = -EBADMSG;
-                                break;
-                        }
-                }
-                if (r < 0)
-                        break;
-                if (depth != 0 || end == p || (unsigned char) *p <= ' ')
-                        r = -EBADMSG;
-                else
-                        r = expand_item(p, (size_t) (end - p), 0, buf, 0, &names);
-                p = *end ? end + 1 : end;
-                if (r >= 0 && end[0] == ',' && !end[1])
-                        r = -EBADMSG;
-        }
-        v = names.v;
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < names.n; i++)
-                if (!slurm_name_is_valid(v[i], strlen(v[i])))
-                        return -EBADMSG;
-        if (!v) {
-                v = calloc(1, sizeof(char *));
-                if (!v)
-                        return -ENOMEM;
-        }
-        *ret_names = TAKE_PTR(v);
-        *ret_n = names.n;
         return 0;
 }
 
@@ -729,7 +571,7 @@ int slurm_nodes_parse_json(const char *data, size_t len, SlurmNodeList **ret, ch
         if (!l)
                 return -ENOMEM;
         json_array_foreach(nodes, i, o) {
-                r = grow((void **) &l->nodes, &alloc, l->n_nodes + 1, sizeof(SlurmNode));
+                r = slurm_grow((void **) &l->nodes, &alloc, l->n_nodes + 1, sizeof(SlurmNode));
                 if (r < 0)
                         return r;
                 r = node_from_json(o, &l->nodes[l->n_nodes], ret_error);
@@ -846,7 +688,7 @@ int slurm_jobs_parse_json(const char *data, size_t len, SlurmJobList **ret, char
         if (!l)
                 return -ENOMEM;
         json_array_foreach(jobs, i, o) {
-                r = grow((void **) &l->jobs, &alloc, l->n_jobs + 1, sizeof(SlurmJob));
+                r = slurm_grow((void **) &l->jobs, &alloc, l->n_jobs + 1, sizeof(SlurmJob));
                 if (r < 0)
                         return r;
                 r = job_from_json(o, &l->jobs[l->n_jobs], ret_error);
@@ -898,7 +740,7 @@ static int64_t parse_epoch(const char *s, size_t len) {
         uint64_t v;
 
         /* "None", or a date when SLURM_TIME_FORMAT was not honoured: unknown. */
-        if (parse_number(s, len, &v) < 0 || v > INT64_MAX)
+        if (slurm_parse_number(s, len, &v) < 0 || v > INT64_MAX)
                 return 0;
         return (int64_t) v;
 }
@@ -1013,7 +855,7 @@ int slurm_nodes_parse_scontrol(const char *data, size_t len, SlurmNodeList **ret
                         return bad(ret_error, "a NUL byte in the output");
                 if (l->n_nodes >= SLURM_MAX_NODES)
                         return -ENOBUFS;
-                r = grow((void **) &l->nodes, &alloc, l->n_nodes + 1, sizeof(SlurmNode));
+                r = slurm_grow((void **) &l->nodes, &alloc, l->n_nodes + 1, sizeof(SlurmNode));
                 if (r < 0)
                         return r;
                 r = node_from_line(line, line_len, &l->nodes[l->n_nodes], ret_error);
@@ -1046,7 +888,7 @@ int slurm_jobs_parse_squeue(const char *data, size_t len, SlurmJobList **ret, ch
                         return bad(ret_error, "a NUL byte in the output");
                 bar1 = memchr(line, '|', line_len);
                 bar2 = bar1 ? memchr(bar1 + 1, '|', (size_t) (line + line_len - bar1 - 1)) : NULL;
-                if (!bar2 || parse_number(line, (size_t) (bar1 - line), &id) < 0 || id == 0 ||
+                if (!bar2 || slurm_parse_number(line, (size_t) (bar1 - line), &id) < 0 || id == 0 ||
                     id > UINT32_MAX)
                         return bad(ret_error, "a line that is not ID|STATE|NODES: \"%.*s\"",
                                    (int) (line_len < 64 ? line_len : 64), line);
@@ -1063,7 +905,7 @@ int slurm_jobs_parse_squeue(const char *data, size_t len, SlurmJobList **ret, ch
                 else if (r == -EBADMSG)
                         r = bad(ret_error, "job %" PRIu64 ": bad state", id);
                 if (r == 0)
-                        r = grow((void **) &l->jobs, &alloc, l->n_jobs + 1, sizeof(SlurmJob));
+                        r = slurm_grow((void **) &l->jobs, &alloc, l->n_jobs + 1, sizeof(SlurmJob));
                 if (r < 0) {
                         job_done(&j);
                         return r;

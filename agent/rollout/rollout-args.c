@@ -10,12 +10,20 @@
 #include "log.h"
 #include "options.h"
 #include "rollout-cmd.h"
+#include "string-table.h"
 
-static const char *const action_names[] = {"plan", "apply", "status", "abort"};
+/* Sized by its highest entry: RolloutAction has no _MAX or invalid value,
+ * which would need a case in every switch on it. The lookup returns an int
+ * for the same reason: the index, or -1 for no action of that name. */
+static const char *const rollout_action_table[] = {
+        [ACTION_PLAN] = "plan",
+        [ACTION_APPLY] = "apply",
+        [ACTION_STATUS] = "status",
+        [ACTION_ABORT] = "abort",
+};
 
-const char *rollout_action_to_string(RolloutAction a) {
-        return (size_t) a < ELEMENTSOF(action_names) ? action_names[a] : NULL;
-}
+DEFINE_STRING_TABLE_TO_STRING(rollout_action, RolloutAction);
+DEFINE_PRIVATE_STRING_TABLE_FROM_STRING(rollout_action, int, -1);
 
 static void help(void) {
         printf("Usage: aicr-enroot-agent rollout [plan|apply|status|abort] [OPTIONS]\n\n"
@@ -216,16 +224,13 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                         return -EINVAL;
                 }
         if (optind < argc) {
-                size_t i;
-                for (i = 0; i < ELEMENTSOF(action_names); i++)
-                        if (streq(argv[optind], action_names[i]))
-                                break;
-                if (i == ELEMENTSOF(action_names) || optind + 1 < argc) {
+                int action = rollout_action_from_string(argv[optind]);
+                if (action < 0 || optind + 1 < argc) {
                         log_error("rollout: \"%s\" is not plan, apply, status or abort.",
                                   argv[optind]);
                         return -EINVAL;
                 }
-                a->action = (RolloutAction) i;
+                a->action = (RolloutAction) action;
         }
         return 0;
 }

@@ -19,28 +19,20 @@
 #include "slurm-client.h"
 #include "spawn-run.h"
 #include "strbuf.h"
+#include "string-table.h"
 
 extern char **environ;
 
 /* ------------------------------------------------------------------------ */
 /* Names */
 
-static const char *const format_names[_SLURM_FORMAT_MAX] = {
+static const char *const slurm_format_table[_SLURM_FORMAT_MAX] = {
         [SLURM_FORMAT_AUTO] = "auto",
         [SLURM_FORMAT_JSON] = "json",
         [SLURM_FORMAT_TEXT] = "text",
 };
 
-const char *slurm_format_to_string(SlurmFormat f) {
-        return f >= 0 && f < _SLURM_FORMAT_MAX ? format_names[f] : NULL;
-}
-
-SlurmFormat slurm_format_from_string(const char *s) {
-        for (SlurmFormat f = 0; f < _SLURM_FORMAT_MAX; f++)
-                if (s && streq(s, format_names[f]))
-                        return f;
-        return _SLURM_FORMAT_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(slurm_format, SlurmFormat, _SLURM_FORMAT_INVALID);
 
 /* ------------------------------------------------------------------------ */
 /* Running a command */
@@ -347,7 +339,7 @@ static int resolve_format(SlurmClient *c, SlurmCommandReport *report) {
         }
         if (c->format == SLURM_FORMAT_AUTO)
                 c->format = version_at_least(c, 21, 8) ? SLURM_FORMAT_JSON : SLURM_FORMAT_TEXT;
-        log_debug("Slurm %s: reading its %s output", c->version, format_names[c->format]);
+        log_debug("Slurm %s: reading its %s output", c->version, slurm_format_to_string(c->format));
         return 0;
 }
 

@@ -2,7 +2,8 @@
 /*
  * Layer 1 (pure): Slurm's nodes and jobs as its commands print them (sinfo,
  * squeue, scontrol; slurm-client.h runs them): node and job states, the
- * parsers of their JSON and text output, and hostlist expansion.
+ * parsers of their JSON and text output; hostlist.h expands the hostlists
+ * they print (a job's node_names).
  *
  * Which parser reads what: `sinfo --json` (Slurm 21.08 to 22.05) and
  * `scontrol --json show node` (23.02 on) go to slurm_nodes_parse_json(),
@@ -19,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hostlist.h"
 #include "macro.h"
 
 /* Nodes in one list, in one expanded hostlist, and in one update. */
@@ -195,14 +197,6 @@ const char *slurm_job_state_to_string(SlurmJobState s);
 int slurm_jobs_parse_json(const char *data, size_t len, SlurmJobList **ret, char **ret_error);
 /* `squeue --noheader --format=%A|%T|%N`: "ID|STATE|NODES" lines. */
 int slurm_jobs_parse_squeue(const char *data, size_t len, SlurmJobList **ret, char **ret_error);
-
-/* Expands a Slurm hostlist ("a-[01-03,7],b", "r[1-2]-n[1-2]") into names,
- * in order. "" gives none. Returns 0 with *ret_names a new NULL-terminated
- * array of *ret_n new strings (free it with slurm_names_free()), -EBADMSG (unbalanced
- * brackets, a reversed or malformed range), -ENOBUFS (more than
- * SLURM_MAX_NODES names or a name over SLURM_MAX_NAME_BYTES), -ENOMEM. */
-int slurm_hostlist_expand(const char *hostlist, char ***ret_names, size_t *ret_n);
-char **slurm_names_free(char **names);
 
 /* A node name as Slurm prints it: 1 to SLURM_MAX_NAME_BYTES bytes, printable, no blanks. */
 bool slurm_name_is_valid(const char *s, size_t len);
