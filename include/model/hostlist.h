@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): Slurm's bracket hostlist syntax, as sinfo, squeue and
+ * Slurm's bracket hostlist syntax, as sinfo, squeue and
  * scontrol print node lists. Outside input: bounded by slurm.h's
  * SLURM_MAX_NODES and SLURM_MAX_NAME_BYTES. Never logs.
  */

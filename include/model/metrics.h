@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): the Prometheus text exposition format 0.0.4 of the agent's
+ * The Prometheus text exposition format 0.0.4 of the agent's
  * state, rendered from the manager's Report, the agent's counters and the
  * process statistics (a plain ProcessStats, which the caller reads:
  * process-stats.h). The /status JSON document is status-json.h's.

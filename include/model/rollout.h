@@ -3,8 +3,8 @@
  * The rollout's judgements, without I/O: which pods are stale, which Slurm
  * node a worker pod is, and whose a node's state is. A rollout writes its id
  * into every reason it sets, so that a later run finds from the cluster
- * alone where an interrupted one was (issue 7, the guide's maintenance
- * procedure, docs/DESIGN.md §4).
+ * alone where an interrupted one was (the operator
+ * guide's maintenance procedure, docs/DESIGN.md §4).
  */
 #pragma once
 

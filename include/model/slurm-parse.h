@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): helpers shared by the Slurm parsers (slurm.c, hostlist.c)
+ * Helpers shared by the Slurm parsers (slurm.c, hostlist.c)
  * and by nothing else.
  */
 #pragma once

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Layer 1 (pure): Slurm's nodes and jobs as its commands print them (sinfo,
+ * Slurm's nodes and jobs as its commands print them (sinfo,
  * squeue, scontrol; slurm-client.h runs them): node and job states, the
  * parsers of their JSON and text output; hostlist.h expands the hostlists
  * they print (a job's node_names).

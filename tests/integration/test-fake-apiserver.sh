@@ -3,7 +3,7 @@
 # The fake Kubernetes API server (tests/tools/fake-apiserver) checked from
 # outside with curl over real TLS against a throwaway CA, before the agent's
 # kube client is ever tested against it: if the fake lied, those tests would
-# prove nothing. Covers what issue 4's tests rely on: bearer token from a file
+# prove nothing. Covers what the kube client's tests rely on: bearer token from a file
 # that rotates, GET and list, strategic merge patch by condition type and JSON
 # merge patch replacing the list, the UID precondition, watch streams
 # (MODIFIED after a patch and after an operator-style rewrite, history replay,

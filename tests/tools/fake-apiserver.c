@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake-apiserver: a loopback stand-in for the Kubernetes API server, for the
- * integration tests of the agent's kube client (issue 4, docs/DESIGN.md §4 and §6).
+ * integration tests of the agent's kube client (docs/DESIGN.md §4 and §6).
  *
  *   fake-apiserver --pods FILE --token-file FILE --tls-cert FILE --tls-key FILE
  *                  [--port N] [--control-port N] [--namespace NS] [--verbose]
