@@ -103,10 +103,10 @@ int main(int argc, char **argv) {
         _cleanup_(options_done) Options o = {};
 
         log_setup();
-        /* The rollout tool gets the arguments from "rollout" on: its argv[0]
-         * is the command's name, as when the full program ran it. */
+        /* The rollout tool gets the whole command line, so that ps shows the
+         * command the operator typed; it reads its arguments from "rollout" on. */
         if (argc > 1 && streq(argv[1], "rollout"))
-                return exec_program(ROLLOUT_PROGRAM, "rollout", argv + 1);
+                return exec_program(ROLLOUT_PROGRAM, "rollout", argv);
         if (!is_probe(argc, argv, &o))
                 return exec_program(FULL_PROGRAM, "every command but --check and rollout", argv);
         log_set_max_level(o.log_level);

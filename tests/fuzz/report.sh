@@ -31,7 +31,7 @@ declare -A sources=(
         [mountinfo]="agent/model/mountinfo.c"
         [http]="agent/io/httpd-listen.c agent/io/check.c"
         [kube]="agent/model/kubeproto.c agent/model/condition.c"
-        [slurm]="agent/model/slurm.c"
+        [slurm]="agent/model/slurm.c agent/model/hostlist.c"
 )
 
 out=${FUZZ_REPORT_OUT:-$(mktemp -d)}

@@ -19,7 +19,7 @@ declare -A sees=(
         [io]="basic model io"
         [cli]="basic model io cli"
         [daemon]="basic model io cli daemon"
-        [rollout]="basic model io cli rollout"
+        [rollout]="basic model io rollout"
 )
 
 src=$WORK/src
