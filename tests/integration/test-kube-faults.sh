@@ -151,7 +151,17 @@ n=$(patches)
 [ "$n" -ge 3 ] && [ "$n" -le 5 ] && pass || fail "$n PATCHes in 3 s of 401s: $(gaps '.method == "PATCH"')"
 gap2=$(gaps '.method == "PATCH"' | awk '{print $2}')
 awk -v g="${gap2:-0}" 'BEGIN { exit !(g >= 0.4) }' && pass || fail "no backoff after the second 401: gaps $(gaps '.method == "PATCH"')"
-expect_metric 'aicr_enroot_agent_kube_requests_total{verb="patch",code="401"}' "$n"
+# The agent goes on retrying: the metric is compared with the PATCHes the
+# server saw at the same moment (the count read before and after it agree).
+metric_is_patches() {
+        local before after m
+        before=$(patches)
+        m=$(metric 'aicr_enroot_agent_kube_requests_total{verb="patch",code="401"}')
+        after=$(patches)
+        [ "$before" = "$after" ] && [ "$m" = "$before" ]
+}
+wait_for "$HANG" metric_is_patches && pass ||
+        fail "the 401 PATCHes counted by the agent never matched those the server saw: $(metric 'aicr_enroot_agent_kube_requests_total{verb="patch",code="401"}') against $(patches)"
 expect_metric 'aicr_enroot_agent_condition_synced ' 0
 [ "$(condition_field status)" = True ] && pass || fail "the condition changed under 401: $(pod_condition)"
 ctl DELETE /faults >/dev/null
