@@ -74,8 +74,12 @@ relayed() {
                 --serviceaccount-dir "$WORK/sa" --namespace "$NS" --poll-interval 100 \
                 --pod-timeout "$POD_TIMEOUT" --jobs-timeout 30 >"$WORK/out" 2>"$WORK/err" || RC=$?
 }
-# Each logged call's argv, as one line of NUL-free words joined by '|'.
-calls() { awk '/^--end--$/ { print line; line = ""; next } { line = line (line == "" ? "" : "|") $0 }' "$RELAY_LOG"; }
+# Each logged call's argv, as one line of words joined by '|', in $WORK/calls
+# (a file: grep -q on a pipe would end the writer early under pipefail).
+calls() {
+        awk '/^--end--$/ { print line; line = ""; next } { line = line (line == "" ? "" : "|") $0 }' \
+                "$RELAY_LOG" >"$WORK/calls"
+}
 
 section "setup"
 start_pods "0:True 1:False 2:True 3:True" True
@@ -100,16 +104,17 @@ expect_replaced "apply --slurm-exec" "slinky-1 "
 wait_for 10 all_idle && pass || fail "not back in service: $(sinfo -N -o '%N %T %E')"
 stop_controller
 # the relay check came first, then only Slurm commands behind env(1)
-[ "$(calls | head -1)" = "env|-i|AICR_ENROOT_RELAY_CHECK=1  AICR_ENROOT_RELAY_CHECK2='2 \"3\"'|env" ] && pass ||
-        fail "first relayed call: $(calls | head -1)"
-bad=$(calls | tail -n +2 | grep -v '^env|-u|SINFO_ALL|.*|-u|SQUEUE_USERS|.*|SLURM_TIME_FORMAT=%s|\(scontrol\|sinfo\|squeue\)|' || true)
+calls
+[ "$(head -1 "$WORK/calls")" = "env|-i|AICR_ENROOT_RELAY_CHECK=1  AICR_ENROOT_RELAY_CHECK2='2 \"3\"'|env" ] && pass ||
+        fail "first relayed call: $(head -1 "$WORK/calls")"
+bad=$(tail -n +2 "$WORK/calls" | grep -v '^env|-u|SINFO_ALL|.*|-u|SQUEUE_USERS|.*|SLURM_TIME_FORMAT=%s|\(scontrol\|sinfo\|squeue\)|' || true)
 [ -z "$bad" ] && pass || fail "relayed calls not shaped PREFIX env -u ... SLURM_TIME_FORMAT=%s COMMAND: $bad"
-calls | grep -q '|scontrol|update|NodeName=slinky-1|State=DRAIN|Reason=aicr-enroot-rollout ' && pass ||
-        fail "no drain through the relay: $(calls | grep update)"
-calls | grep -q '|scontrol|update|NodeName=slinky-1|State=RESUME$' && pass ||
-        fail "no resume through the relay: $(calls | grep update)"
+grep -q '|scontrol|update|NodeName=slinky-1|State=DRAIN|Reason=aicr-enroot-rollout ' "$WORK/calls" && pass ||
+        fail "no drain through the relay: $(grep update "$WORK/calls")"
+grep -q '|scontrol|update|NodeName=slinky-1|State=RESUME$' "$WORK/calls" && pass ||
+        fail "no resume through the relay: $(grep update "$WORK/calls")"
 # the reason, blanks and all, is what Slurm recorded
-reason=$(calls | sed -n 's/.*|State=DRAIN|Reason=\(.*\)$/\1/p' | head -1)
+reason=$(sed -n 's/.*|State=DRAIN|Reason=\(.*\)$/\1/p' "$WORK/calls" | head -1)
 case $reason in *" "*) pass ;; *) fail "the rollout's reason has no blank to test with: '$reason'" ;; esac
 [ -n "$reason" ] && [ "$(head -1 "$WORK/drained" 2>/dev/null)" = "$reason" ] && pass ||
         fail "Slurm recorded '$(head -1 "$WORK/drained" 2>/dev/null)', the rollout sent '$reason'"
