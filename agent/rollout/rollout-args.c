@@ -10,6 +10,7 @@
 #include "log.h"
 #include "options.h"
 #include "rollout-cmd.h"
+#include "shell.h"
 #include "string-table.h"
 
 /* Sized by its highest entry: RolloutAction has no _MAX or invalid value,
@@ -64,7 +65,15 @@ static void help(void) {
                "                            " ROLLOUT_POLICY_OWN_POD " and\n"
                "                            " ROLLOUT_POLICY_CONDITION "\n"
                "                            are bound with Deny, and only when written since\n"
-               "  --sinfo, --squeue, --scontrol PATH   the Slurm commands\n\n"
+               "  --sinfo, --squeue, --scontrol PATH   the Slurm commands\n"
+               "  --slurm-exec PREFIX       run every Slurm command as PREFIX COMMAND ..., for\n"
+               "                            example 'kubectl exec -n slurm slurm-controller-0\n"
+               "                            -c slurmctld --'. PREFIX is split into words as a\n"
+               "                            shell would ('...', \"...\" and \\ honoured; $, `,\n"
+               "                            globs and operators refused) and never run by a\n"
+               "                            shell. The relay must pass the words after it on\n"
+               "                            unchanged (kubectl exec does, ssh does not: this is\n"
+               "                            checked first), and the far side needs env(1)\n\n"
                "Exit status: 0 done or nothing to do; 1 plan/status: work to do, or blocked\n"
                "(nothing changed); 2 bad option; 3 a step failed or timed out.\n");
 }
@@ -104,6 +113,7 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                 {"sinfo", required_argument, NULL, '1'},
                 {"squeue", required_argument, NULL, '2'},
                 {"scontrol", required_argument, NULL, '3'},
+                {"slurm-exec", required_argument, NULL, 'X'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
@@ -216,6 +226,20 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                 case '3':
                         a->slurm.scontrol = optarg;
                         break;
+                case 'X': {
+                        _cleanup_(shell_words_freep) char **words = NULL;
+                        const char *why = NULL;
+
+                        c = shell_split_words(optarg, &words, &why);
+                        if (c == -ENOMEM)
+                                return log_oom();
+                        if (c < 0) {
+                                log_error("--slurm-exec: \"%s\": %s.", optarg, why);
+                                return -EINVAL;
+                        }
+                        a->slurm_exec = optarg;
+                        break;
+                }
                 case 'h':
                         help();
                         return 1;

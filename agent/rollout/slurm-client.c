@@ -44,6 +44,9 @@ struct SlurmClient {
         SlurmFormat format;
         char *version;
         unsigned version_major, version_minor;
+        char **prefix; /* NULL-terminated; NULL: none */
+        size_t n_prefix;
+        bool relay_checked;
 };
 
 void slurm_command_report_done(SlurmCommandReport *r) {
@@ -164,8 +167,8 @@ static void report_failure(SlurmCommandReport *report, const char *fmt, ...) {
 
 /* Runs argv[0] (resolved in PATH) with argv, stdout into *ret (capped),
  * stderr into report. Returns 0 only for exit status 0. */
-static int run(SlurmClient *c, const char *const *argv, RunResult *ret,
-               SlurmCommandReport *report) {
+static int run_argv(SlurmClient *c, const char *const *argv, RunResult *ret,
+                    SlurmCommandReport *report) {
         const SpawnLimits limits = {
                 .timeout_usec = c->timeout_usec,
                 .max_stdout_bytes = c->max_output_bytes,
@@ -190,7 +193,12 @@ static int run(SlurmClient *c, const char *const *argv, RunResult *ret,
                         return -ENOMEM;
         }
         if (res.exec_errno > 0) {
-                report_failure(report, "could not run: %s", strerror(res.exec_errno));
+                if (c->prefix)
+                        report_failure(report,
+                                       "could not run \"%s\", the first word of --slurm-exec: %s",
+                                       argv[0], strerror(res.exec_errno));
+                else
+                        report_failure(report, "could not run: %s", strerror(res.exec_errno));
                 return r;
         }
         if (r == -ETIME) {
@@ -224,6 +232,90 @@ static int run(SlurmClient *c, const char *const *argv, RunResult *ret,
         return 0;
 }
 
+/* Variables that change what sinfo, squeue or scontrol print or select
+ * (ENVIRONMENT VARIABLES in sinfo(1), squeue(1), scontrol(1), Slurm 22.05):
+ * child_environment() drops them by prefix; across a relay, env(1) on the far
+ * side unsets each by name. */
+static const char *const far_unset[] = {
+        "SINFO_ALL",       "SINFO_FEDERATION",  "SINFO_FORMAT",     "SINFO_LOCAL",
+        "SINFO_PARTITION", "SINFO_SORT",        "SQUEUE_ACCOUNT",   "SQUEUE_ALL",
+        "SQUEUE_ARRAY",    "SQUEUE_FEDERATION", "SQUEUE_FORMAT",    "SQUEUE_FORMAT2",
+        "SQUEUE_LICENSES", "SQUEUE_LOCAL",      "SQUEUE_NAMES",     "SQUEUE_PARTITION",
+        "SQUEUE_PRIORITY", "SQUEUE_QOS",        "SQUEUE_SIBLING",   "SQUEUE_SORT",
+        "SQUEUE_STATES",   "SQUEUE_USERS",      "SCONTROL_ALL",     "SCONTROL_FEDERATION",
+        "SCONTROL_FUTURE", "SCONTROL_LOCAL",    "SCONTROL_SIBLING",
+};
+
+/* What the relay check sends: a joining relay hands the far shell two
+ * assignments, with the quotes removed, and env prints two lines. */
+#define RELAY_CHECK "AICR_ENROOT_RELAY_CHECK=1  AICR_ENROOT_RELAY_CHECK2='2 \"3\"'"
+
+/* Does PREFIX env -i RELAY_CHECK env print RELAY_CHECK back? */
+static int relay_check(SlurmClient *c, SlurmCommandReport *report) {
+        _cleanup_free_ const char **argv = NULL;
+        _cleanup_free_ char *out = NULL;
+        RunResult res = {};
+        size_t n = 0;
+        int r;
+
+        argv = calloc(c->n_prefix + 5, sizeof(char *));
+        if (!argv)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->n_prefix; i++)
+                argv[n++] = c->prefix[i];
+        argv[n++] = "env";
+        argv[n++] = "-i";
+        argv[n++] = RELAY_CHECK;
+        argv[n++] = "env";
+        r = run_argv(c, argv, &res, report);
+        out = res.out;
+        if (r < 0)
+                return r;
+        if (res.out_len != strlen(RELAY_CHECK "\n") ||
+            memcmp(out, RELAY_CHECK "\n", res.out_len) != 0) {
+                report_failure(report, "did not pass its arguments on as they are: --slurm-exec "
+                                       "needs a relay that does (kubectl exec does; ssh joins them "
+                                       "into one shell line)");
+                return -EPROTO;
+        }
+        c->relay_checked = true;
+        return 0;
+}
+
+/* Runs argv, through the prefix when there is one. */
+static int run(SlurmClient *c, const char *const *argv, RunResult *ret,
+               SlurmCommandReport *report) {
+        _cleanup_free_ const char **full = NULL;
+        size_t n = 0, k = 0;
+        int r;
+
+        if (!c->prefix)
+                return run_argv(c, argv, ret, report);
+        if (!c->relay_checked) {
+                r = relay_check(c, report);
+                if (r < 0)
+                        return r;
+                slurm_command_report_done(report);
+        }
+        while (argv[k])
+                k++;
+        full = calloc(c->n_prefix + 2 + 2 * ELEMENTSOF(far_unset) + k + 1, sizeof(char *));
+        if (!full)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->n_prefix; i++)
+                full[n++] = c->prefix[i];
+        full[n++] = "env";
+        for (size_t i = 0; i < ELEMENTSOF(far_unset); i++) {
+                full[n++] = "-u";
+                full[n++] = far_unset[i];
+        }
+        /* scontrol prints times through strftime(SLURM_TIME_FORMAT). */
+        full[n++] = "SLURM_TIME_FORMAT=%s";
+        for (size_t i = 0; i < k; i++)
+                full[n++] = argv[i];
+        return run_argv(c, full, ret, report);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The client */
 
@@ -245,6 +337,18 @@ int slurm_client_new(const SlurmConfig *cfg, SlurmClient **ret) {
         c->max_output_bytes =
                 cfg->max_output_bytes ? cfg->max_output_bytes : SLURM_DEFAULT_MAX_OUTPUT_BYTES;
         c->format = cfg->format;
+        if (cfg->exec_prefix && cfg->exec_prefix[0]) {
+                while (cfg->exec_prefix[c->n_prefix])
+                        c->n_prefix++;
+                c->prefix = calloc(c->n_prefix + 1, sizeof(char *));
+                if (!c->prefix)
+                        return -ENOMEM;
+                for (size_t i = 0; i < c->n_prefix; i++) {
+                        c->prefix[i] = strdup(cfg->exec_prefix[i]);
+                        if (!c->prefix[i])
+                                return -ENOMEM;
+                }
+        }
         *ret = TAKE_PTR(c);
         return 0;
 }
@@ -256,6 +360,9 @@ SlurmClient *slurm_client_free(SlurmClient *c) {
         free(c->squeue);
         free(c->scontrol);
         free(c->version);
+        for (size_t i = 0; c->prefix && c->prefix[i]; i++)
+                free(c->prefix[i]);
+        free(c->prefix);
         free(c);
         return NULL;
 }

@@ -53,8 +53,9 @@ typedef struct RolloutArgs {
         const char *rollout_id;
         bool json;
         bool trust_unprotected; /* --trust-unprotected-conditions */
-        SlurmConfig slurm;
-        const char *self; /* POD_NAME: never replaced */
+        SlurmConfig slurm;      /* its exec_prefix is set by cmd_rollout() */
+        const char *slurm_exec; /* --slurm-exec, checked by shell_split_words() */
+        const char *self;       /* POD_NAME: never replaced */
 } RolloutArgs;
 
 /* One run: args is borrowed, everything else is owned (rollout_done()). */

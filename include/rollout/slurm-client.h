@@ -51,6 +51,9 @@ typedef struct SlurmConfig {
         uint64_t timeout_usec;   /* per command; 0: SLURM_DEFAULT_TIMEOUT_USEC */
         size_t max_output_bytes; /* stdout per command; 0: SLURM_DEFAULT_MAX_OUTPUT_BYTES */
         SlurmFormat format;
+        /* NULL, or words run before every command (NULL-terminated; see
+         * slurm_client_new()). */
+        char *const *exec_prefix;
 } SlurmConfig;
 
 /* What the last command of a call did, for messages. Every call that takes
@@ -69,7 +72,16 @@ void slurm_command_report_done(SlurmCommandReport *r);
 
 typedef struct SlurmClient SlurmClient;
 
-/* cfg's strings are copied. Runs nothing yet. Returns 0, -EINVAL (a
+/* With cfg->exec_prefix, every command runs as PREFIX env -u VAR...
+ * SLURM_TIME_FORMAT=%s COMMAND ARGS (VAR: each variable that sinfo, squeue or
+ * scontrol read to change what they print or select), through a relay such
+ * as `kubectl exec POD --`: the environment set here never crosses it, so it
+ * is set on the far side by env(1), which that side must have. The relay must
+ * pass its arguments on as they are (kubectl exec does; ssh joins them into
+ * one shell line and does not): before the first command, the client runs
+ * PREFIX env -i 'NAME=VALUE' env with a VALUE that holds blanks and shell
+ * quotes and fails with -EPROTO unless it reads back exactly NAME=VALUE.
+ * cfg's strings are copied. Runs nothing yet. Returns 0, -EINVAL (a
  * max_output_bytes over SLURM_MAX_OUTPUT_BYTES, a bad format), -ENOMEM. */
 int slurm_client_new(const SlurmConfig *cfg, SlurmClient **ret);
 SlurmClient *slurm_client_free(SlurmClient *c);
@@ -88,6 +100,7 @@ int slurm_probe_version(SlurmClient *c, SlurmCommandReport *report);
  * Returns 0 with *ret new, or -ENOENT (command not found), -EACCES,
  * -ETIME (timed out), -EFBIG (output over the cap), -EIO (non-zero exit,
  * killed, or Slurm reported an error), -EBADMSG (output not understood),
+ * -EPROTO (the exec prefix changed the arguments),
  * -ENOBUFS, -ENOMEM. report (may be NULL) says what happened. */
 int slurm_read_nodes(SlurmClient *c, SlurmNodeList **ret, SlurmCommandReport *report);
 
