@@ -252,11 +252,10 @@ static void check_job(const SlurmJobList *l, const JobCase *c) {
         assert_int_equal(slurm_job_is_active(j), c->active);
         assert_int_equal(slurm_job_is_pending(j), c->pending);
         assert_string_equal(j->nodes, c->nodes);
-        assert_int_equal(j->n_node_names, c->n_names);
-        assert_null(j->node_names[j->n_node_names]);
+        assert_int_equal(j->n_nodes, c->n_names);
+        assert_int_equal(slurm_hostlist_count(j->node_list), c->n_names);
         if (c->n_names > 0) {
-                assert_string_equal(j->node_names[0], c->first);
-                assert_string_equal(j->node_names[c->n_names - 1], c->last);
+                assert_true(slurm_job_has_node(j, c->first));
                 assert_true(slurm_job_has_node(j, c->last));
         }
         assert_false(slurm_job_has_node(j, "slinky-9"));
@@ -345,7 +344,7 @@ static void test_modern_json(void **state) {
         j = find_job(jl, 17);
         assert_string_equal(j->state, "RUNNING+COMPLETING");
         assert_true(slurm_job_is_active(j));
-        assert_int_equal(j->n_node_names, 2);
+        assert_int_equal(j->n_nodes, 2);
         j = find_job(jl, 18);
         assert_true(slurm_job_is_pending(j));
         j = find_job(jl, 19); /* unknown, holds a node, not final: busy */
@@ -680,6 +679,251 @@ static void test_hostlist_limits(void **state) {
         assert_int_equal(slurm_hostlist_expand(long_name, &names, &n), 0);
         assert_int_equal(n, 1);
         slurm_names_free(names);
+}
+
+/* Membership is decided on the ranges, and agrees with the expansion. */
+typedef struct ContainsCase {
+        const char *hostlist;
+        const char *in, *out; /* names joined with ' ' */
+} ContainsCase;
+
+static const ContainsCase contains_cases[] = {
+        {"n[01-03,7]", "n01 n02 n03 n7", "n1 n07 n04 n003 n n01x"},
+        {"n[8-11]", "n8 n10 n11", "n08 n7 n12 n010"},
+        {"n[098-101]", "n098 n099 n100 n101", "n98 n99 n0100 n102"},
+        {"r[1-2]-n[1-2],x", "r1-n1 r2-n2 x", "r3-n1 r1-n3 r1-n x1 r1n1"},
+        /* Adjacent groups: 112 is 11 then 2, 121 is 12 then 1. */
+        {"n[1-12][1-2]", "n11 n112 n121 n122", "n13 n1 n123 n0"},
+        {"[1-2]", "1 2", "0 3 12"},
+        {"", "", "a"},
+};
+
+static void test_hostlist_contains(void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(contains_cases); i++) {
+                const ContainsCase *c = &contains_cases[i];
+                _cleanup_(slurm_hostlist_freep) SlurmHostlist *h = NULL;
+                char **names = NULL;
+                size_t n;
+
+                print_message("case: \"%s\"\n", c->hostlist);
+                assert_int_equal(slurm_hostlist_parse(c->hostlist, &h), 0);
+                assert_int_equal(slurm_hostlist_expand(c->hostlist, &names, &n), 0);
+                assert_int_equal(slurm_hostlist_count(h), n);
+                for (size_t k = 0; k < n; k++)
+                        assert_true(slurm_hostlist_contains(h, names[k]));
+                slurm_names_free(names);
+                for (int want = 1; want >= 0; want--) {
+                        char list[128], *save = NULL;
+
+                        snprintf(list, sizeof(list), "%s", want ? c->in : c->out);
+                        for (char *w = strtok_r(list, " ", &save); w;
+                             w = strtok_r(NULL, " ", &save))
+                                assert_int_equal(slurm_hostlist_contains(h, w), want);
+                }
+        }
+        assert_false(slurm_hostlist_contains(NULL, "a"));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Work, counted in steps: every allocation and every string comparison the
+ * code under test makes (the linker sends them here, Makefile.am). */
+
+static size_t n_allocs, n_compares;
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+char *__real_strdup(const char *s);
+char *__real_strndup(const char *s, size_t n);
+int __real_strcmp(const char *a, const char *b);
+int __real_memcmp(const void *a, const void *b, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+char *__wrap_strdup(const char *s);
+char *__wrap_strndup(const char *s, size_t n);
+int __wrap_strcmp(const char *a, const char *b);
+int __wrap_memcmp(const void *a, const void *b, size_t n);
+
+void *__wrap_malloc(size_t n) {
+        n_allocs++;
+        return __real_malloc(n);
+}
+void *__wrap_calloc(size_t n, size_t size) {
+        n_allocs++;
+        return __real_calloc(n, size);
+}
+void *__wrap_realloc(void *p, size_t n) {
+        n_allocs++;
+        return __real_realloc(p, n);
+}
+char *__wrap_strdup(const char *s) {
+        n_allocs++;
+        return __real_strdup(s);
+}
+char *__wrap_strndup(const char *s, size_t n) {
+        n_allocs++;
+        return __real_strndup(s, n);
+}
+int __wrap_strcmp(const char *a, const char *b) {
+        n_compares++;
+        return __real_strcmp(a, b);
+}
+int __wrap_memcmp(const void *a, const void *b, size_t n) {
+        n_compares++;
+        return __real_memcmp(a, b, n);
+}
+
+static void work_reset(void) {
+        n_allocs = n_compares = 0;
+}
+
+static void work_report(const char *what) {
+        print_message("%s: %zu allocations, %zu comparisons\n", what, n_allocs, n_compares);
+}
+
+/* 128 bytes found by fuzz-slurm (tests/fuzz/corpus/slurm/hostlist-cross-product):
+ * one squeue line whose node list has eight bracket groups in one name,
+ * (3*4*4*4)^2 = 36864 names, and r[1-2]-nK1. Expanding every job's list
+ * and matching names against the expansion cost minutes. */
+static void test_slow_hostlist_input(void **state) {
+        _cleanup_(slurm_job_list_freep) SlurmJobList *l = NULL;
+        _cleanup_free_ char *data = NULL, *error = NULL;
+        char path[512];
+        size_t len;
+        /* 0xeb is kept, the control character 0x04 is read as '?'. */
+        const char *first = "slkLETING|slkING|slin\xeb"
+                            "y-1s-0-nk?sl0-n01ING|slin\xeb"
+                            "y-1s-0-nk?sl0-n01";
+        const char *last = "slkLETING|slkING|slin\xeb"
+                           "y-3s-3-nk?sl3-n7ING|slin\xeb"
+                           "y-3s-3-nk?sl3-n7";
+        char *wanted[] = {S("r2-nK1")};
+
+        snprintf(path, sizeof(path), "%s",
+                 TEST_DATA_DIR "/../fuzz/corpus/slurm/hostlist-cross-product");
+        assert_int_equal(read_file_at(AT_FDCWD, path, 0, 4096, &data, &len), 0);
+        assert_int_equal(len, 128);
+        assert_int_equal(data[0] % 5, 3); /* the fuzz target's squeue-lines parser */
+
+        work_reset();
+        assert_int_equal(slurm_jobs_parse_squeue(data + 1, len - 1, &l, &error), 0);
+        work_report("parse");
+        assert_int_equal(l->n_jobs, 1);
+        assert_int_equal(l->jobs[0].n_nodes, 36864 + 2);
+        /* Counted, not expanded: a handful of allocations for 128 bytes. */
+        assert_true(n_allocs <= 64);
+
+        work_reset();
+        assert_true(slurm_job_has_node(&l->jobs[0], first));
+        assert_true(slurm_job_has_node(&l->jobs[0], last));
+        assert_true(slurm_job_has_node(&l->jobs[0], "r1-nK1"));
+        assert_false(slurm_job_has_node(&l->jobs[0], "r3-nK1"));
+        work_report("four lookups");
+        assert_true(n_compares <= 4 * 64);
+        assert_int_equal(n_allocs, 0);
+
+        work_reset();
+        slurm_job_list_keep_nodes(l, wanted, ELEMENTSOF(wanted));
+        work_report("keep_nodes");
+        assert_int_equal(l->n_jobs, 1);
+        assert_true(n_compares <= 64);
+}
+
+/* Adjacent groups whose numbers run into each other: "[1,11]" sixteen
+ * times is 65536 names, and a name of ones can be cut in many ways. */
+static void test_hostlist_adjacent_groups(void **state) {
+        _cleanup_(slurm_hostlist_freep) SlurmHostlist *h = NULL;
+        char list[16 * 6 + 2] = "", ones[40];
+
+        for (size_t i = 0; i < 16; i++)
+                strcat(list, "[1,11]");
+        strcat(list, "x");
+        assert_int_equal(slurm_hostlist_parse(list, &h), 0);
+        assert_int_equal(slurm_hostlist_count(h), 65536);
+
+        memset(ones, '1', 32);
+        strcpy(ones + 32, "x");
+        work_reset();
+        assert_true(slurm_hostlist_contains(h, ones));
+        strcpy(ones + 32, "y"); /* every cut fails at the end */
+        assert_false(slurm_hostlist_contains(h, ones));
+        work_report("two lookups");
+        /* One comparison per segment and reachable position, at most. */
+        assert_true(n_compares <= 2 * 17 * 33);
+}
+
+/* A large cluster as Slurm prints it: NODES nodes, JOBS jobs on one to eight
+ * of them (some on two racks' worth of bracket groups), a rollout's batch of
+ * WANTED nodes. Work stays linear: a bounded number of allocations per line,
+ * comparisons per job times log(WANTED). */
+#define NODES  8192u
+#define JOBS   20000u
+#define WANTED 2048u
+
+static void test_large_cluster(void **state) {
+        _cleanup_(slurm_node_list_freep) SlurmNodeList *nodes = NULL;
+        _cleanup_(slurm_job_list_freep) SlurmJobList *jobs = NULL;
+        _cleanup_free_ char *text = NULL, *error = NULL;
+        char **wanted;
+        size_t size = 0, kept;
+        FILE *f;
+
+        f = open_memstream(&text, &size);
+        assert_non_null(f);
+        for (unsigned i = 0; i < NODES; i++)
+                fprintf(f,
+                        "NodeName=gpu-%05u Arch=x86_64 CPUTot=64 State=%s BootTime=1796221304 "
+                        "SlurmdStartTime=1796233841 Partitions=all%s\n",
+                        i, i % 7 ? "MIXED" : "IDLE+DRAIN",
+                        i % 7 ? "" : " Reason=kernel update [root@1796233851]");
+        assert_int_equal(fclose(f), 0);
+        work_reset();
+        assert_int_equal(slurm_nodes_parse_scontrol(text, size, &nodes, &error), 0);
+        work_report("nodes");
+        assert_int_equal(nodes->n_nodes, NODES);
+        assert_true(n_allocs <= 16 * NODES);
+        free(text);
+        text = NULL;
+
+        f = open_memstream(&text, &size);
+        assert_non_null(f);
+        for (unsigned i = 0; i < JOBS; i++) {
+                unsigned first = (i * 7) % (NODES - 8), span = i % 8;
+
+                if (i % 10 == 9)
+                        fprintf(f, "%u|PENDING|\n", i + 1);
+                else if (i % 10 == 8)
+                        fprintf(f, "%u|RUNNING|gpu-[%05u-%05u],r[1-2]-n[01-02]\n", i + 1, first,
+                                first + span);
+                else
+                        fprintf(f, "%u|RUNNING|gpu-[%05u-%05u]\n", i + 1, first, first + span);
+        }
+        assert_int_equal(fclose(f), 0);
+        work_reset();
+        assert_int_equal(slurm_jobs_parse_squeue(text, size, &jobs, &error), 0);
+        work_report("jobs");
+        assert_int_equal(jobs->n_jobs, JOBS);
+        assert_true(n_allocs <= 16 * JOBS);
+
+        /* Every fourth node: the jobs on them are kept, the others freed. */
+        wanted = calloc(WANTED, sizeof(char *));
+        assert_non_null(wanted);
+        for (unsigned i = 0; i < WANTED; i++)
+                assert_true(asprintf(&wanted[i], "gpu-%05u", i * 4) > 0);
+        work_reset();
+        slurm_job_list_keep_nodes(jobs, wanted, WANTED);
+        work_report("keep_nodes");
+        kept = jobs->n_jobs;
+        assert_true(kept > 0 && kept < JOBS);
+        for (size_t i = 0; i < kept; i++)
+                assert_true(slurm_job_is_active(&jobs->jobs[i]));
+        /* Per job: its names (at most 12), each looked up among WANTED in
+         * about 12 comparisons; per wanted name: the sort. */
+        assert_true(n_compares <= 12 * 16 * JOBS + 32 * WANTED);
+        for (unsigned i = 0; i < WANTED; i++)
+                free(wanted[i]);
+        free(wanted);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1073,6 +1317,10 @@ int main(void) {
                 cmocka_unit_test(test_predicates),
                 cmocka_unit_test(test_hostlist),
                 cmocka_unit_test(test_hostlist_limits),
+                cmocka_unit_test(test_hostlist_contains),
+                cmocka_unit_test(test_slow_hostlist_input),
+                cmocka_unit_test(test_hostlist_adjacent_groups),
+                cmocka_unit_test(test_large_cluster),
                 cmocka_unit_test(test_auto_json_2205),
                 cmocka_unit_test(test_auto_json_2311),
                 cmocka_unit_test(test_auto_fallback_text),
