@@ -9,7 +9,8 @@
  * `scontrol --json show node` (23.02 on) go to slurm_nodes_parse_json(),
  * `scontrol --oneliner show node` to slurm_nodes_parse_scontrol(),
  * `squeue --json` to slurm_jobs_parse_json(), `squeue --format` to
- * slurm_jobs_parse_squeue().
+ * slurm_jobs_parse_squeue(). The text is what the rollout reads by default:
+ * its fields mean the same from Slurm 22.05 to 26.05, the JSON does not.
  *
  * Everything a command prints is outside input: the parsers below are pure,
  * bounded and exported for the unit tests and the fuzz target. Never logs.

@@ -148,6 +148,9 @@ int main(int argc, char **argv) {
                 _cleanup_(slurm_node_list_freep) SlurmNodeList *l = NULL;
 
                 r = slurm_read_nodes(c, &l, &report);
+                /* Text needs no version: ask for it to print it. */
+                if (r >= 0 && streq(cmd, "format") && !slurm_client_version(c))
+                        r = slurm_probe_version(c, &report);
                 for (size_t i = 0; r >= 0 && streq(cmd, "nodes") && i < l->n_nodes; i++)
                         r = print_node(&l->nodes[i]);
                 if (r >= 0 && streq(cmd, "format"))
