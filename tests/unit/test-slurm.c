@@ -605,131 +605,6 @@ static void test_predicates(void **state) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Hostlists */
-
-typedef struct HostlistCase {
-        const char *text;
-        int r;
-        const char *joined; /* names joined with ' ' */
-} HostlistCase;
-
-static const HostlistCase hostlist_cases[] = {
-        {"", 0, ""},
-        {"a", 0, "a"},
-        {"slinky-[0-3]", 0, "slinky-0 slinky-1 slinky-2 slinky-3"},
-        {"n[01-03,7]", 0, "n01 n02 n03 n7"},
-        {"n[8-11]", 0, "n8 n9 n10 n11"},
-        {"n[098-101]", 0, "n098 n099 n100 n101"},
-        {"r[1-2]-n[1-2]", 0, "r1-n1 r1-n2 r2-n1 r2-n2"},
-        {"a,b[1-2],c", 0, "a b1 b2 c"},
-        {"n[1-2]-ib", 0, "n1-ib n2-ib"},
-        {"[1-2]", 0, "1 2"},
-        {"n[", -EBADMSG, NULL},
-        {"n]", -EBADMSG, NULL},
-        {"n[]", -EBADMSG, NULL},
-        {"n[3-1]", -EBADMSG, NULL},
-        {"n[1-]", -EBADMSG, NULL},
-        {"n[-1]", -EBADMSG, NULL},
-        {"n[a]", -EBADMSG, NULL},
-        {"n[1,]", -EBADMSG, NULL},
-        {"n[[1]]", -EBADMSG, NULL},
-        {"a,,b", -EBADMSG, NULL},
-        {",a", -EBADMSG, NULL},
-        {"a,", -EBADMSG, NULL},
-        {"a b", -EBADMSG, NULL},
-        {"n[0-65536]", -ENOBUFS, NULL},
-        {"n[0-9999999999]", -ENOBUFS, NULL},
-        {"n[1234567890123456789]", -EBADMSG, NULL},
-};
-
-static void test_hostlist(void **state) {
-        for (size_t i = 0; i < ELEMENTSOF(hostlist_cases); i++) {
-                const HostlistCase *c = &hostlist_cases[i];
-                char **names = NULL, joined[256] = "";
-                size_t n = 99;
-
-                print_message("case: \"%s\"\n", c->text);
-                assert_int_equal(slurm_hostlist_expand(c->text, &names, &n), c->r);
-                if (c->r < 0) {
-                        assert_null(names);
-                        continue;
-                }
-                for (size_t k = 0; k < n; k++) {
-                        if (k > 0)
-                                strcat(joined, " ");
-                        strcat(joined, names[k]);
-                }
-                assert_null(names[n]);
-                assert_string_equal(joined, c->joined);
-                slurm_names_free(names);
-        }
-}
-
-static void test_hostlist_limits(void **state) {
-        char long_name[SLURM_MAX_NAME_BYTES + 2];
-        char **names = NULL;
-        size_t n;
-
-        /* The largest expansion allowed, and one past it. */
-        assert_int_equal(slurm_hostlist_expand("n[1-65536]", &names, &n), 0);
-        assert_int_equal(n, SLURM_MAX_NODES);
-        assert_string_equal(names[n - 1], "n65536");
-        slurm_names_free(names);
-        assert_int_equal(slurm_hostlist_expand("n[1-65536],x", &names, &n), -ENOBUFS);
-
-        memset(long_name, 'a', sizeof(long_name) - 1);
-        long_name[sizeof(long_name) - 1] = '\0';
-        assert_int_equal(slurm_hostlist_expand(long_name, &names, &n), -ENOBUFS);
-        long_name[SLURM_MAX_NAME_BYTES] = '\0';
-        assert_int_equal(slurm_hostlist_expand(long_name, &names, &n), 0);
-        assert_int_equal(n, 1);
-        slurm_names_free(names);
-}
-
-/* Membership is decided on the ranges, and agrees with the expansion. */
-typedef struct ContainsCase {
-        const char *hostlist;
-        const char *in, *out; /* names joined with ' ' */
-} ContainsCase;
-
-static const ContainsCase contains_cases[] = {
-        {"n[01-03,7]", "n01 n02 n03 n7", "n1 n07 n04 n003 n n01x"},
-        {"n[8-11]", "n8 n10 n11", "n08 n7 n12 n010"},
-        {"n[098-101]", "n098 n099 n100 n101", "n98 n99 n0100 n102"},
-        {"r[1-2]-n[1-2],x", "r1-n1 r2-n2 x", "r3-n1 r1-n3 r1-n x1 r1n1"},
-        /* Adjacent groups: 112 is 11 then 2, 121 is 12 then 1. */
-        {"n[1-12][1-2]", "n11 n112 n121 n122", "n13 n1 n123 n0"},
-        {"[1-2]", "1 2", "0 3 12"},
-        {"", "", "a"},
-};
-
-static void test_hostlist_contains(void **state) {
-        for (size_t i = 0; i < ELEMENTSOF(contains_cases); i++) {
-                const ContainsCase *c = &contains_cases[i];
-                _cleanup_(slurm_hostlist_freep) SlurmHostlist *h = NULL;
-                char **names = NULL;
-                size_t n;
-
-                print_message("case: \"%s\"\n", c->hostlist);
-                assert_int_equal(slurm_hostlist_parse(c->hostlist, &h), 0);
-                assert_int_equal(slurm_hostlist_expand(c->hostlist, &names, &n), 0);
-                assert_int_equal(slurm_hostlist_count(h), n);
-                for (size_t k = 0; k < n; k++)
-                        assert_true(slurm_hostlist_contains(h, names[k]));
-                slurm_names_free(names);
-                for (int want = 1; want >= 0; want--) {
-                        char list[128], *save = NULL;
-
-                        snprintf(list, sizeof(list), "%s", want ? c->in : c->out);
-                        for (char *w = strtok_r(list, " ", &save); w;
-                             w = strtok_r(NULL, " ", &save))
-                                assert_int_equal(slurm_hostlist_contains(h, w), want);
-                }
-        }
-        assert_false(slurm_hostlist_contains(NULL, "a"));
-}
-
-/* ------------------------------------------------------------------------ */
 /* Work, counted in steps: every allocation and every string comparison the
  * code under test makes (the linker sends them here, Makefile.am). */
 
@@ -785,6 +660,148 @@ static void work_reset(void) {
 
 static void work_report(const char *what) {
         print_message("%s: %zu allocations, %zu comparisons\n", what, n_allocs, n_compares);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Hostlists */
+
+typedef struct HostlistCase {
+        const char *text;
+        int r;
+        const char *joined; /* names joined with ' ' */
+} HostlistCase;
+
+static const HostlistCase hostlist_cases[] = {
+        {"", 0, ""},
+        {"a", 0, "a"},
+        {"slinky-[0-3]", 0, "slinky-0 slinky-1 slinky-2 slinky-3"},
+        {"n[01-03,7]", 0, "n01 n02 n03 n7"},
+        {"n[8-11]", 0, "n8 n9 n10 n11"},
+        {"n[098-101]", 0, "n098 n099 n100 n101"},
+        {"r[1-2]-n[1-2]", 0, "r1-n1 r1-n2 r2-n1 r2-n2"},
+        {"a,b[1-2],c", 0, "a b1 b2 c"},
+        {"n[1-2]-ib", 0, "n1-ib n2-ib"},
+        {"[1-2]", 0, "1 2"},
+        {"n[", -EBADMSG, NULL},
+        {"n]", -EBADMSG, NULL},
+        {"n[]", -EBADMSG, NULL},
+        {"n[3-1]", -EBADMSG, NULL},
+        {"n[1-]", -EBADMSG, NULL},
+        {"n[-1]", -EBADMSG, NULL},
+        {"n[a]", -EBADMSG, NULL},
+        {"n[1,]", -EBADMSG, NULL},
+        {"n[[1]]", -EBADMSG, NULL},
+        {"a,,b", -EBADMSG, NULL},
+        {",a", -EBADMSG, NULL},
+        {"a,", -EBADMSG, NULL},
+        {"a b", -EBADMSG, NULL},
+        {"n[0-65536]", -ENOBUFS, NULL},
+        {"n[0-9999999999]", -ENOBUFS, NULL},
+        /* 65536^4 names: 2^64, which wraps to 0 in 64 bits unless checked per group. */
+        {"n[1-65536]-[1-65536]-[1-65536]-[1-65536]", -ENOBUFS, NULL},
+        {"n[1234567890123456789]", -EBADMSG, NULL},
+};
+
+static void test_hostlist(void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(hostlist_cases); i++) {
+                const HostlistCase *c = &hostlist_cases[i];
+                char **names = NULL, joined[256] = "";
+                size_t n = 99;
+
+                print_message("case: \"%s\"\n", c->text);
+                assert_int_equal(slurm_hostlist_expand(c->text, &names, &n), c->r);
+                if (c->r < 0) {
+                        assert_null(names);
+                        continue;
+                }
+                for (size_t k = 0; k < n; k++) {
+                        if (k > 0)
+                                strcat(joined, " ");
+                        strcat(joined, names[k]);
+                }
+                assert_null(names[n]);
+                assert_string_equal(joined, c->joined);
+                slurm_names_free(names);
+        }
+}
+
+static void test_hostlist_limits(void **state) {
+        char long_name[SLURM_MAX_NAME_BYTES + 2];
+        char **names = NULL;
+        size_t n;
+
+        /* The largest expansion allowed, and one past it. */
+        assert_int_equal(slurm_hostlist_expand("n[1-65536]", &names, &n), 0);
+        assert_int_equal(n, SLURM_MAX_NODES);
+        assert_string_equal(names[n - 1], "n65536");
+        slurm_names_free(names);
+        assert_int_equal(slurm_hostlist_expand("n[1-65536],x", &names, &n), -ENOBUFS);
+        /* Bracket groups multiply, counted before anything is expanded. */
+        {
+                _cleanup_(slurm_hostlist_freep) SlurmHostlist *h = NULL;
+
+                assert_int_equal(slurm_hostlist_parse("r[1-256]-n[1-256]", &h), 0);
+                assert_int_equal(slurm_hostlist_count(h), SLURM_MAX_NODES);
+                assert_int_equal(slurm_hostlist_parse("r[1-257]-n[1-256]", &h), -ENOBUFS);
+                assert_int_equal(slurm_hostlist_parse("a[1-2]b[1-2]c[1-2],r[1-128]-n[1-512]", &h),
+                                 -ENOBUFS);
+                work_reset();
+                assert_int_equal(slurm_hostlist_parse(
+                                         "a[0-9]b[0-9]c[0-9]d[0-9]e[0-9]f[0-9]g[0-9]h[0-9]", &h),
+                                 -ENOBUFS);
+                assert_true(n_allocs <= 16);
+        }
+
+        memset(long_name, 'a', sizeof(long_name) - 1);
+        long_name[sizeof(long_name) - 1] = '\0';
+        assert_int_equal(slurm_hostlist_expand(long_name, &names, &n), -ENOBUFS);
+        long_name[SLURM_MAX_NAME_BYTES] = '\0';
+        assert_int_equal(slurm_hostlist_expand(long_name, &names, &n), 0);
+        assert_int_equal(n, 1);
+        slurm_names_free(names);
+}
+
+/* Membership is decided on the ranges, and agrees with the expansion. */
+typedef struct ContainsCase {
+        const char *hostlist;
+        const char *in, *out; /* names joined with ' ' */
+} ContainsCase;
+
+static const ContainsCase contains_cases[] = {
+        {"n[01-03,7]", "n01 n02 n03 n7", "n1 n07 n04 n003 n n01x"},
+        {"n[8-11]", "n8 n10 n11", "n08 n7 n12 n010"},
+        {"n[098-101]", "n098 n099 n100 n101", "n98 n99 n0100 n102"},
+        {"r[1-2]-n[1-2],x", "r1-n1 r2-n2 x", "r3-n1 r1-n3 r1-n x1 r1n1"},
+        /* Adjacent groups: 112 is 11 then 2, 121 is 12 then 1. */
+        {"n[1-12][1-2]", "n11 n112 n121 n122", "n13 n1 n123 n0"},
+        {"[1-2]", "1 2", "0 3 12"},
+        {"", "", "a"},
+};
+
+static void test_hostlist_contains(void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(contains_cases); i++) {
+                const ContainsCase *c = &contains_cases[i];
+                _cleanup_(slurm_hostlist_freep) SlurmHostlist *h = NULL;
+                char **names = NULL;
+                size_t n;
+
+                print_message("case: \"%s\"\n", c->hostlist);
+                assert_int_equal(slurm_hostlist_parse(c->hostlist, &h), 0);
+                assert_int_equal(slurm_hostlist_expand(c->hostlist, &names, &n), 0);
+                assert_int_equal(slurm_hostlist_count(h), n);
+                for (size_t k = 0; k < n; k++)
+                        assert_true(slurm_hostlist_contains(h, names[k]));
+                slurm_names_free(names);
+                for (int want = 1; want >= 0; want--) {
+                        char list[128], *save = NULL;
+
+                        snprintf(list, sizeof(list), "%s", want ? c->in : c->out);
+                        for (char *w = strtok_r(list, " ", &save); w;
+                             w = strtok_r(NULL, " ", &save))
+                                assert_int_equal(slurm_hostlist_contains(h, w), want);
+                }
+        }
+        assert_false(slurm_hostlist_contains(NULL, "a"));
 }
 
 /* 128 bytes found by fuzz-slurm (tests/fuzz/corpus/slurm/hostlist-cross-product):
