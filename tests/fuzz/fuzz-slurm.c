@@ -5,9 +5,9 @@
  * jobs JSON, squeue lines, a hostlist); the rest is its input, not
  * NUL-terminated. Invariants: failures are only the documented errors and
  * come with a message; every node and job has a valid name, state and node
- * list; lookups find every node and every name a job's node list expands
- * to (the first MAX_NAMES_CHECKED of them); the predicates agree with the
- * flags.
+ * list; lookups find every node, and every name a node list of at most
+ * MAX_NAMES_CHECKED names expands to (larger ones are counted only, so that
+ * one input costs a bounded time); the predicates agree with the flags.
  */
 #include <stddef.h>
 #include <stdint.h>
