@@ -2,14 +2,21 @@
 /*
  * Slurm's commands run for the rollout (slurm-client.h).
  *
- * SLURM_TIME_FORMAT=%s makes times read as seconds since the epoch. Output
- * formats: Slurm 21.08 and later print JSON (`sinfo --json`, `squeue --json`;
- * from 23.02 the node list comes from `scontrol --json show node`, because
- * `sinfo --json` then groups nodes). Debian 12 ships 22.05, which has the
- * first two and no `scontrol --json`. Older or JSON-less builds are read
- * through `scontrol --oneliner show node` and `squeue --format`.
- * SLURM_FORMAT_AUTO picks by `scontrol --version` and falls back to text when
- * a JSON command says it does not know the option or has no serializer.
+ * SLURM_TIME_FORMAT=%s makes times read as seconds since the epoch.
+ *
+ * Output formats. By default (SLURM_FORMAT_AUTO) the text of
+ * `scontrol --all --oneliner show node` (KEY=VALUE fields found by name,
+ * Reason last but for Comment=, Extra=, InstanceId=, InstanceType= and
+ * ReservationName=) and `squeue --format=%A|%T|%N` (job id, state, node
+ * list): their meaning has not changed from Slurm 22.05 to 26.05
+ * (src/api/node_info.c slurm_sprint_node_table(), src/squeue/opts.c), while
+ * the JSON of `sinfo --json`, `squeue --json` and `scontrol --json` moved
+ * with each data_parser version (v0.0.38 in 22.05; upstream's
+ * src/plugins/data_parser holds v0.0.39 to v0.0.46 for the releases since:
+ * states became lists, numbers became {"set","infinite","number"}, and from
+ * 23.02 `sinfo --json` groups nodes, so they come from
+ * `scontrol --json show node`). SLURM_FORMAT_JSON still reads those, when
+ * asked for, and never falls back to text.
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -417,36 +424,18 @@ static bool version_at_least(const SlurmClient *c, unsigned major, unsigned mino
         return c->version_major > major || (c->version_major == major && c->version_minor >= minor);
 }
 
-/* Whether a failed JSON command means "no JSON here" rather than a failure of Slurm. */
-static bool json_unsupported(const SlurmCommandReport *report) {
-        static const char *const signs[] = {"unrecognized option", "invalid option",
-                                            "unknown option",      "serializer",
-                                            "data_parser",         "json"};
-        const char *err = strempty(report->stderr_text);
-
-        if (report->exit_status <= 0)
-                return false;
-        for (size_t i = 0; i < ELEMENTSOF(signs); i++)
-                if (strcasestr(err, signs[i]))
-                        return true;
-        return false;
-}
-
-/* Decides AUTO once: by version, JSON from 21.08 on. */
+/* AUTO reads text, which needs no version; JSON needs it to pick the node command. */
 static int resolve_format(SlurmClient *c, SlurmCommandReport *report) {
         int r;
 
-        /* TEXT needs no version; JSON needs it to pick the node command. */
-        if (c->format == SLURM_FORMAT_TEXT || (c->format == SLURM_FORMAT_JSON && c->version))
-                return 0;
-        if (!c->version) {
-                r = slurm_probe_version(c, report);
-                if (r < 0)
-                        return r;
-        }
         if (c->format == SLURM_FORMAT_AUTO)
-                c->format = version_at_least(c, 21, 8) ? SLURM_FORMAT_JSON : SLURM_FORMAT_TEXT;
-        log_debug("Slurm %s: reading its %s output", c->version, slurm_format_to_string(c->format));
+                c->format = SLURM_FORMAT_TEXT;
+        if (c->format == SLURM_FORMAT_TEXT || c->version)
+                return 0;
+        r = slurm_probe_version(c, report);
+        if (r < 0)
+                return r;
+        log_debug("Slurm %s: reading its JSON output", c->version);
         return 0;
 }
 
@@ -495,7 +484,6 @@ int slurm_read_nodes(SlurmClient *c, SlurmNodeList **ret, SlurmCommandReport *re
         const char *json_new[] = {c->scontrol, "--json", "--all", "show", "node", NULL};
         const char *json_old[] = {c->sinfo, "--json", "--all", NULL};
         const char *text[] = {c->scontrol, "--all", "--oneliner", "show", "node", NULL};
-        bool was_auto = c->format == SLURM_FORMAT_AUTO;
         void *l = NULL;
         int r;
 
@@ -507,10 +495,7 @@ int slurm_read_nodes(SlurmClient *c, SlurmNodeList **ret, SlurmCommandReport *re
                 /* 23.02 made `sinfo --json` group nodes; scontrol lists them from then on. */
                 r = run_and_parse(c, version_at_least(c, 23, 2) ? json_new : json_old,
                                   parse_nodes_json, &l, report);
-                if (r != -EIO || !was_auto || !json_unsupported(report))
-                        goto finish;
-                log_debug("%s: no JSON, reading text instead", report->command_line);
-                c->format = SLURM_FORMAT_TEXT;
+                goto finish;
         }
         r = run_and_parse(c, text, parse_nodes_text, &l, report);
 finish:
@@ -528,7 +513,6 @@ int slurm_read_jobs(SlurmClient *c, char *const *names, size_t n_names, SlurmJob
         const char *text[] = {c->squeue,           "--all", "--noheader", "--states=all",
                               "--format=%A|%T|%N", NULL};
         _cleanup_(slurm_job_list_freep) SlurmJobList *l = NULL;
-        bool was_auto = c->format == SLURM_FORMAT_AUTO;
         int r;
 
         report = report_reset(report, &scratch);
@@ -537,10 +521,7 @@ int slurm_read_jobs(SlurmClient *c, char *const *names, size_t n_names, SlurmJob
                 goto finish;
         if (c->format == SLURM_FORMAT_JSON) {
                 r = run_and_parse(c, json, parse_jobs_json, (void **) &l, report);
-                if (r != -EIO || !was_auto || !json_unsupported(report))
-                        goto finish;
-                log_debug("%s: no JSON, reading text instead", report->command_line);
-                c->format = SLURM_FORMAT_TEXT;
+                goto finish;
         }
         r = run_and_parse(c, text, parse_jobs_text, (void **) &l, report);
 finish:
@@ -548,7 +529,8 @@ finish:
         if (r < 0)
                 return r;
 
-        /* squeue --json ignores --nodelist before 23.02: filter here, always. */
+        /* squeue --json ignores --nodelist before 23.02: filter here, always
+         * (slurm_job_list_keep_nodes() never expands a job's node list). */
         if (names)
                 slurm_job_list_keep_nodes(l, names, n_names);
         *ret = TAKE_PTR(l);

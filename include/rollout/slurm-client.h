@@ -10,9 +10,11 @@
  * (SLURM_CONF, SLURM_CLUSTERS, ...) less the variables that change what the
  * commands print or select (SINFO_*, SQUEUE_*, SCONTROL_*), and with
  * SLURM_TIME_FORMAT set to "%s". It blocks: this is for a command-line
- * program, never for the daemon's event loop. SLURM_FORMAT_AUTO reads JSON
- * where the installed Slurm prints it and text otherwise. Never logs above
- * debug.
+ * program, never for the daemon's event loop. SLURM_FORMAT_AUTO reads the
+ * text whose fields have kept their meaning from Slurm 22.05 to 26.05
+ * (`scontrol --oneliner show node`, `squeue --format=%A|%T|%N`);
+ * SLURM_FORMAT_JSON the JSON commands, whose shape changes with Slurm's
+ * data_parser version. Never logs above debug.
  */
 #pragma once
 
@@ -88,9 +90,9 @@ SlurmClient *slurm_client_free(SlurmClient *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(SlurmClient *, slurm_client_free);
 
 /* The format in use: the configured one, or for AUTO what the first read
- * chose (AUTO until then). */
+ * chose, always TEXT (AUTO until then). */
 SlurmFormat slurm_client_format(const SlurmClient *c);
-/* "22.05.8" once `scontrol --version` ran (AUTO does on its first read), else NULL. Borrowed. */
+/* "22.05.8" once `scontrol --version` ran (JSON does on its first read), else NULL. Borrowed. */
 const char *slurm_client_version(const SlurmClient *c);
 
 /* Runs `scontrol --version` and remembers the version. Returns 0, or as below. */
