@@ -56,11 +56,16 @@ resume_late() {
                         fail "precondition: $n is $(node_state "$n") right after its RESUME, not IDLE+NOT_RESPONDING"
         done
 }
-# settled: the stopped slurmds are going again and every node is idle.
+# settled: the stopped slurmds are going again, every node is idle, and
+# slurmctld's ping round has ended: one still running when the next case
+# resumes a node can count that node as answering at once (seen on 22.05,
+# "now responding" within 100 ms of a RESUME up to half a second after the
+# last one), and the case would see no NOT_RESPONDING at all.
 settled() {
         [ -z "${bg:-}" ] || wait "$bg" || true
         bg=
         bash "$CLUSTER" wait-idle "$slurm" 30 >/dev/null 2>&1 || fail "nodes did not come back idle: $(sinfo -N -o '%N %T %E')"
+        sleep 2
 }
 # took LABEL MIN-MS MAX-MS: the last rollout's run time ($t0 to now) lay between.
 took() {
