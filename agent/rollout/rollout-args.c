@@ -56,6 +56,12 @@ static void help(void) {
                "  --jobs-timeout SECONDS    wait this long for jobs to end (default 86400)\n"
                "  --pod-timeout SECONDS     wait this long for each replacement (default 600)\n"
                "  --poll-interval MS        how often to look while waiting (default 2000)\n"
+               "  --settle-timeout SECONDS  a node out of service only for a moment Slurm ends\n"
+               "                            by itself (NOT_RESPONDING but not DOWN, as right\n"
+               "                            after a resume; COMPLETING), with no reason, is\n"
+               "                            read again this long before apply counts it as\n"
+               "                            blocking (default %u; 0: at once). DOWN, DRAIN,\n"
+               "                            FAIL and other reasons block at once\n"
                "  --rollout-id ID           continue or abort this rollout\n"
                "  --format text|json        json: a report on stdout, progress on stderr\n"
                "  --trust-unprotected-conditions\n"
@@ -75,7 +81,8 @@ static void help(void) {
                "                            unchanged (kubectl exec does, ssh does not: this is\n"
                "                            checked first), and the far side needs env(1)\n\n"
                "Exit status: 0 done or nothing to do; 1 plan/status: work to do, or blocked\n"
-               "(nothing changed); 2 bad option; 3 a step failed or timed out.\n");
+               "(nothing changed); 2 bad option; 3 a step failed or timed out.\n",
+               ROLLOUT_SETTLE_SEC);
 }
 
 static int parse_seconds(const char *opt, const char *s, uint64_t unit, uint64_t *ret) {
@@ -107,6 +114,7 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                 {"jobs-timeout", required_argument, NULL, 'J'},
                 {"pod-timeout", required_argument, NULL, 'P'},
                 {"poll-interval", required_argument, NULL, 'i'},
+                {"settle-timeout", required_argument, NULL, 'W'},
                 {"rollout-id", required_argument, NULL, 'r'},
                 {"format", required_argument, NULL, 'f'},
                 {"trust-unprotected-conditions", no_argument, NULL, 'T'},
@@ -130,6 +138,7 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                 .jobs_timeout_usec = 86400ull * 1000000u,
                 .pod_timeout_usec = 600ull * 1000000u,
                 .poll_usec = 2000ull * 1000u,
+                .settle_usec = ROLLOUT_SETTLE_SEC * 1000000ull,
                 .self = getenv("POD_NAME"),
         };
         optind = 0;
@@ -196,6 +205,14 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                         break;
                 case 'i':
                         if (parse_seconds("--poll-interval", optarg, 1000u, &a->poll_usec) < 0)
+                                return -EINVAL;
+                        break;
+                case 'W':
+                        /* 0 is allowed here: judge every node as first seen */
+                        if (streq(optarg, "0"))
+                                a->settle_usec = 0;
+                        else if (parse_seconds("--settle-timeout", optarg, 1000000u,
+                                               &a->settle_usec) < 0)
                                 return -EINVAL;
                         break;
                 case 'r':
