@@ -21,8 +21,11 @@ static const char *const pod_verdict_table[_VERDICT_MAX] = {
 };
 
 static const char *const node_claim_table[_CLAIM_MAX] = {
-        [CLAIM_AVAILABLE] = "available", [CLAIM_OURS] = "ours",
-        [CLAIM_REPLACED] = "replaced",   [CLAIM_OTHER_ROLLOUT] = "other-rollout",
+        [CLAIM_AVAILABLE] = "available",
+        [CLAIM_SETTLING] = "settling",
+        [CLAIM_OURS] = "ours",
+        [CLAIM_REPLACED] = "replaced",
+        [CLAIM_OTHER_ROLLOUT] = "other-rollout",
         [CLAIM_FOREIGN] = "foreign",
 };
 
@@ -219,6 +222,21 @@ bool rollout_reason_id(const char *reason, char buf[static ROLLOUT_ID_BYTES]) {
         return rollout_id_parse(buf, NULL);
 }
 
+bool rollout_node_is_settling(const SlurmNode *n) {
+        const uint32_t transient = SLURM_NODE_NOT_RESPONDING | SLURM_NODE_COMPLETING;
+        SlurmNode rest = *n;
+
+        if (!(n->flags & transient) || *n->reason || !slurm_node_is_unavailable(n))
+                return false;
+        /* What is left once the transient flags clear must be in service.
+         * A node Slurm shows only as "COMPLETING" (sinfo's %T) has no base
+         * word: its base is idle or allocated, whichever the jobs leave. */
+        rest.flags &= ~transient;
+        if (rest.base == SLURM_NODE_UNKNOWN && (n->flags & SLURM_NODE_COMPLETING))
+                rest.base = SLURM_NODE_IDLE;
+        return !slurm_node_is_unavailable(&rest);
+}
+
 NodeClaim rollout_node_claim(const SlurmNode *n, const char *id) {
         char other[ROLLOUT_ID_BYTES];
         int64_t start = 0;
@@ -230,6 +248,8 @@ NodeClaim rollout_node_claim(const SlurmNode *n, const char *id) {
         if (id && streq(n->reason, ROLLOUT_PRESTOP_REASON) && rollout_id_parse(id, &start) &&
             n->reason_time_sec >= start)
                 return CLAIM_REPLACED;
+        if (rollout_node_is_settling(n))
+                return CLAIM_SETTLING;
         if (slurm_node_is_unavailable(n))
                 return CLAIM_FOREIGN;
         return CLAIM_AVAILABLE;

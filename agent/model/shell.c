@@ -2627,3 +2627,105 @@ int shell_eval_echo(const char *value, char **ret_output, unsigned *ret_flags) {
         *ret_flags = notes;
         return 0;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Splitting a command prefix into words */
+
+char **shell_words_free(char **words) {
+        if (!words)
+                return NULL;
+        for (char **w = words; *w; w++)
+                free(*w);
+        free(words);
+        return NULL;
+}
+
+static int split_refuse(const char **ret_message, const char *message) {
+        if (ret_message)
+                *ret_message = message;
+        return -EINVAL;
+}
+
+int shell_split_words(const char *text, char ***ret_words, const char **ret_message) {
+        _cleanup_(shell_words_freep) char **words = NULL;
+        _cleanup_(strbuf_done) StrBuf w = STRBUF_INIT(SIZE_MAX - 1);
+        size_t n = 0;
+        const char *p = text;
+
+        words = calloc(SHELL_MAX_WORDS + 1, sizeof(char *));
+        if (!words)
+                return -ENOMEM;
+        for (;;) {
+                bool in_word = false;
+
+                while (is_blank(*p) || *p == '\n')
+                        p++;
+                if (!*p)
+                        break;
+                if (*p == '~')
+                        return split_refuse(ret_message, "unquoted ~ (a shell would expand it)");
+                if (*p == '#')
+                        return split_refuse(ret_message, "unquoted # (a shell would start a "
+                                                         "comment)");
+                w.len = 0;
+                while (*p && !is_blank(*p) && *p != '\n') {
+                        in_word = true;
+                        if (*p == '\'') {
+                                const char *end = strchr(p + 1, '\'');
+                                if (!end)
+                                        return split_refuse(ret_message,
+                                                            "unterminated single quote");
+                                if (strbuf_append(&w, p + 1, (size_t) (end - p - 1)) < 0)
+                                        return -ENOMEM;
+                                p = end + 1;
+                        } else if (*p == '"') {
+                                for (p++; *p != '"'; p++) {
+                                        if (!*p)
+                                                return split_refuse(ret_message,
+                                                                    "unterminated double quote");
+                                        if (*p == '$' || *p == '`')
+                                                return split_refuse(ret_message,
+                                                                    "$ or ` outside single quotes "
+                                                                    "(a shell would expand it)");
+                                        if (*p == '\\' && strchr("$`\"\\\n", p[1]) && p[1]) {
+                                                p++;
+                                                if (*p == '\n')
+                                                        continue;
+                                        }
+                                        if (strbuf_putc(&w, *p) < 0)
+                                                return -ENOMEM;
+                                }
+                                p++;
+                        } else if (*p == '\\') {
+                                if (!p[1])
+                                        return split_refuse(ret_message, "a backslash at the end");
+                                if (p[1] != '\n' && strbuf_putc(&w, p[1]) < 0)
+                                        return -ENOMEM;
+                                p += 2;
+                        } else if (*p == '$' || *p == '`') {
+                                return split_refuse(ret_message, "$ or ` outside single quotes "
+                                                                 "(a shell would expand it)");
+                        } else if (strchr(";&|<>(){}*?[", *p)) {
+                                return split_refuse(ret_message,
+                                                    "unquoted ; & | < > ( ) { } * ? or [ (a shell "
+                                                    "would treat it specially)");
+                        } else {
+                                if (strbuf_putc(&w, *p) < 0)
+                                        return -ENOMEM;
+                                p++;
+                        }
+                }
+                if (!in_word)
+                        continue;
+                if (n >= SHELL_MAX_WORDS)
+                        return split_refuse(ret_message, "too many words");
+                words[n] = strndup(w.data ? w.data : "", w.len);
+                if (!words[n])
+                        return -ENOMEM;
+                n++;
+        }
+        if (n == 0)
+                return split_refuse(ret_message, "no words");
+        *ret_words = TAKE_PTR(words);
+        return 0;
+}

@@ -270,7 +270,7 @@ bool slurm_node_is_unavailable(const SlurmNode *n) {
 static void job_done(SlurmJob *j) {
         free(j->state);
         free(j->nodes);
-        slurm_names_free(j->node_names);
+        slurm_hostlist_free(j->node_list);
         *j = (SlurmJob){};
 }
 
@@ -294,7 +294,7 @@ bool slurm_job_is_active(const SlurmJob *j) {
         if (j->states & active)
                 return true;
         /* Unknown to us: holding nodes and not finished counts as busy. */
-        return (j->states & SLURM_JOB_STATE_OTHER) && j->n_node_names > 0 && !(j->states & final);
+        return (j->states & SLURM_JOB_STATE_OTHER) && j->n_nodes > 0 && !(j->states & final);
 }
 
 bool slurm_job_is_pending(const SlurmJob *j) {
@@ -302,20 +302,51 @@ bool slurm_job_is_pending(const SlurmJob *j) {
 }
 
 bool slurm_job_has_node(const SlurmJob *j, const char *name) {
-        for (size_t i = 0; i < j->n_node_names; i++)
-                if (streq(j->node_names[i], name))
+        return slurm_hostlist_contains(j->node_list, name);
+}
+
+static int compare_names(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+typedef struct Lookup {
+        char **sorted;
+        size_t n;
+} Lookup;
+
+/* -EEXIST (stop: found) when name is among the sorted names. */
+static int on_job_node(const char *name, void *userdata) {
+        const Lookup *lk = userdata;
+
+        return bsearch(&name, lk->sorted, lk->n, sizeof(char *), compare_names) ? -EEXIST : 0;
+}
+
+static bool job_on_any(const SlurmJob *j, char *const *names, size_t n_names, Lookup *lk) {
+        /* Whichever is fewer: the job's nodes, each looked up among the
+         * names, or the names, each checked against the job's ranges. */
+        if (lk->sorted && j->n_nodes <= n_names)
+                return slurm_hostlist_foreach(j->node_list, on_job_node, lk) == -EEXIST;
+        for (size_t n = 0; n < n_names; n++)
+                if (slurm_job_has_node(j, names[n]))
                         return true;
         return false;
 }
 
 void slurm_job_list_keep_nodes(SlurmJobList *l, char *const *names, size_t n_names) {
+        _cleanup_free_ char **sorted = NULL;
+        Lookup lk = {};
         size_t k = 0;
 
+        if (n_names > 0) {
+                sorted = malloc(n_names * sizeof(char *));
+                if (sorted) {
+                        memcpy(sorted, names, n_names * sizeof(char *));
+                        qsort(sorted, n_names, sizeof(char *), compare_names);
+                        lk = (Lookup){.sorted = sorted, .n = n_names};
+                }
+        }
         for (size_t i = 0; i < l->n_jobs; i++) {
-                bool keep = false;
-                for (size_t n = 0; n < n_names && !keep; n++)
-                        keep = slurm_job_has_node(&l->jobs[i], names[n]);
-                if (keep)
+                if (job_on_any(&l->jobs[i], names, n_names, &lk))
                         l->jobs[k++] = l->jobs[i];
                 else
                         job_done(&l->jobs[i]);
@@ -592,7 +623,10 @@ static int job_set_nodes(SlurmJob *j, const char *hostlist, size_t len, char **r
                 return -ENOMEM;
         if (strlen(j->nodes) != len)
                 return bad(ret_error, "job %" PRIu32 ": bad node list", j->job_id);
-        r = slurm_hostlist_expand(j->nodes, &j->node_names, &j->n_node_names);
+        /* Parsed and counted, never expanded: a few bytes can name 65536 nodes. */
+        r = slurm_hostlist_parse(j->nodes, &j->node_list);
+        if (r >= 0)
+                j->n_nodes = slurm_hostlist_count(j->node_list);
         if (r == -EBADMSG)
                 return bad(ret_error, "job %" PRIu32 ": bad node list \"%.64s\"", j->job_id,
                            j->nodes);

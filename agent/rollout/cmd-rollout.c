@@ -13,6 +13,7 @@
 #include "kube.h"
 #include "log.h"
 #include "rollout-cmd.h"
+#include "shell.h"
 
 static int connect_kube(Rollout *r) {
         const RolloutArgs *a = r->args;
@@ -77,6 +78,7 @@ static int connect_kube(Rollout *r) {
 
 int cmd_rollout(int argc, char **argv) {
         _cleanup_(rollout_done) Rollout r = {};
+        _cleanup_(shell_words_freep) char **prefix = NULL;
         RolloutArgs a;
         int k;
 
@@ -91,6 +93,13 @@ int cmd_rollout(int argc, char **argv) {
 
         if (connect_kube(&r) < 0)
                 return EXIT_ROLLOUT_USAGE;
+        if (a.slurm_exec) {
+                /* rollout_args_parse() split it once already: only ENOMEM is left */
+                k = shell_split_words(a.slurm_exec, &prefix, NULL);
+                if (k < 0)
+                        return log_error_errno(k, "--slurm-exec: %m"), EXIT_ROLLOUT_USAGE;
+                a.slurm.exec_prefix = prefix;
+        }
         k = slurm_client_new(&a.slurm, &r.slurm);
         if (k < 0)
                 return log_error_errno(k, "Cannot set up the Slurm commands: %m"),

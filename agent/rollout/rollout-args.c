@@ -10,6 +10,7 @@
 #include "log.h"
 #include "options.h"
 #include "rollout-cmd.h"
+#include "shell.h"
 #include "string-table.h"
 
 /* Sized by its highest entry: RolloutAction has no _MAX or invalid value,
@@ -55,6 +56,12 @@ static void help(void) {
                "  --jobs-timeout SECONDS    wait this long for jobs to end (default 86400)\n"
                "  --pod-timeout SECONDS     wait this long for each replacement (default 600)\n"
                "  --poll-interval MS        how often to look while waiting (default 2000)\n"
+               "  --settle-timeout SECONDS  a node out of service only for a moment Slurm ends\n"
+               "                            by itself (NOT_RESPONDING but not DOWN, as right\n"
+               "                            after a resume; COMPLETING), with no reason, is\n"
+               "                            read again this long before apply counts it as\n"
+               "                            blocking (default %u; 0: at once). DOWN, DRAIN,\n"
+               "                            FAIL and other reasons block at once\n"
                "  --rollout-id ID           continue or abort this rollout\n"
                "  --format text|json        json: a report on stdout, progress on stderr\n"
                "  --trust-unprotected-conditions\n"
@@ -64,9 +71,18 @@ static void help(void) {
                "                            " ROLLOUT_POLICY_OWN_POD " and\n"
                "                            " ROLLOUT_POLICY_CONDITION "\n"
                "                            are bound with Deny, and only when written since\n"
-               "  --sinfo, --squeue, --scontrol PATH   the Slurm commands\n\n"
+               "  --sinfo, --squeue, --scontrol PATH   the Slurm commands\n"
+               "  --slurm-exec PREFIX       run every Slurm command as PREFIX COMMAND ..., for\n"
+               "                            example 'kubectl exec -n slurm slurm-controller-0\n"
+               "                            -c slurmctld --'. PREFIX is split into words as a\n"
+               "                            shell would ('...', \"...\" and \\ honoured; $, `,\n"
+               "                            globs and operators refused) and never run by a\n"
+               "                            shell. The relay must pass the words after it on\n"
+               "                            unchanged (kubectl exec does, ssh does not: this is\n"
+               "                            checked first), and the far side needs env(1)\n\n"
                "Exit status: 0 done or nothing to do; 1 plan/status: work to do, or blocked\n"
-               "(nothing changed); 2 bad option; 3 a step failed or timed out.\n");
+               "(nothing changed); 2 bad option; 3 a step failed or timed out.\n",
+               ROLLOUT_SETTLE_SEC);
 }
 
 static int parse_seconds(const char *opt, const char *s, uint64_t unit, uint64_t *ret) {
@@ -98,12 +114,14 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                 {"jobs-timeout", required_argument, NULL, 'J'},
                 {"pod-timeout", required_argument, NULL, 'P'},
                 {"poll-interval", required_argument, NULL, 'i'},
+                {"settle-timeout", required_argument, NULL, 'W'},
                 {"rollout-id", required_argument, NULL, 'r'},
                 {"format", required_argument, NULL, 'f'},
                 {"trust-unprotected-conditions", no_argument, NULL, 'T'},
                 {"sinfo", required_argument, NULL, '1'},
                 {"squeue", required_argument, NULL, '2'},
                 {"scontrol", required_argument, NULL, '3'},
+                {"slurm-exec", required_argument, NULL, 'X'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
@@ -120,6 +138,7 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                 .jobs_timeout_usec = 86400ull * 1000000u,
                 .pod_timeout_usec = 600ull * 1000000u,
                 .poll_usec = 2000ull * 1000u,
+                .settle_usec = ROLLOUT_SETTLE_SEC * 1000000ull,
                 .self = getenv("POD_NAME"),
         };
         optind = 0;
@@ -188,6 +207,14 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                         if (parse_seconds("--poll-interval", optarg, 1000u, &a->poll_usec) < 0)
                                 return -EINVAL;
                         break;
+                case 'W':
+                        /* 0 is allowed here: judge every node as first seen */
+                        if (streq(optarg, "0"))
+                                a->settle_usec = 0;
+                        else if (parse_seconds("--settle-timeout", optarg, 1000000u,
+                                               &a->settle_usec) < 0)
+                                return -EINVAL;
+                        break;
                 case 'r':
                         if (!rollout_id_parse(optarg, NULL)) {
                                 log_error("--rollout-id: \"%s\" is not a rollout id "
@@ -216,6 +243,20 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                 case '3':
                         a->slurm.scontrol = optarg;
                         break;
+                case 'X': {
+                        _cleanup_(shell_words_freep) char **words = NULL;
+                        const char *why = NULL;
+
+                        c = shell_split_words(optarg, &words, &why);
+                        if (c == -ENOMEM)
+                                return log_oom();
+                        if (c < 0) {
+                                log_error("--slurm-exec: \"%s\": %s.", optarg, why);
+                                return -EINVAL;
+                        }
+                        a->slurm_exec = optarg;
+                        break;
+                }
                 case 'h':
                         help();
                         return 1;

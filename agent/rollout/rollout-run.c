@@ -384,7 +384,14 @@ static NodeClaim claim_of(const Rollout *r, const SlurmNode *n) {
                                   r->id_found || r->applying || r->args->rollout_id ? r->id : NULL);
 }
 
-/* Nodes out of service for someone else's reasons: the guide says stop. */
+/* What a node only settling is, for the messages. */
+#define SETTLING_WHY                                                                  \
+        "Slurm ends that by itself (NOT_RESPONDING: a resumed node until it answers " \
+        "slurmctld's next ping; COMPLETING: until the epilogs of its last jobs end)"
+
+/* Nodes out of service for someone else's reasons: the guide says stop. A
+ * node only settling is said, and blocks only once --settle-timeout has
+ * passed (settle()). */
 static size_t report_blockers(Rollout *r) {
         size_t n = 0;
 
@@ -393,7 +400,29 @@ static size_t report_blockers(Rollout *r) {
                 NodeClaim c = claim_of(r, node);
                 _cleanup_free_ char *why = NULL;
 
-                if (excluded(r, node->name) || (c != CLAIM_FOREIGN && c != CLAIM_OTHER_ROLLOUT))
+                if (excluded(r, node->name))
+                        continue;
+                if (c == CLAIM_SETTLING && r->settle_expired) {
+                        say(r,
+                            "blocked: node %s is still %s after %llu s (--settle-timeout), with "
+                            "no reason: it did not settle.",
+                            node->name, node->state,
+                            (unsigned long long) (r->args->settle_usec / 1000000u));
+                        step(r, "preflight", node->name, "blocked", node->state);
+                        n++;
+                        continue;
+                }
+                if (c == CLAIM_SETTLING) {
+                        say(r,
+                            "settling: node %s is %s, with no reason: " SETTLING_WHY
+                            "; apply reads it again for up to %llu s (--settle-timeout) before "
+                            "it counts as blocking.",
+                            node->name, node->state,
+                            (unsigned long long) (r->args->settle_usec / 1000000u));
+                        step(r, "preflight", node->name, "settling", node->state);
+                        continue;
+                }
+                if (c != CLAIM_FOREIGN && c != CLAIM_OTHER_ROLLOUT)
                         continue;
                 if (asprintf(&why, "%s, reason \"%s\"%s%s", node->state, node->reason,
                              node->reason_user[0] ? " set by " : "", node->reason_user) < 0)
@@ -512,6 +541,67 @@ static void describe(Rollout *r) {
 
 /* ---------------------------------------------------------------------------
  * Waiting */
+
+static bool named(char *const *names, size_t n, const char *name) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(names[i], name))
+                        return true;
+        return false;
+}
+
+/* Slurm's transient states: while one of the nodes (names[0..n), or every
+ * node not excluded when names is NULL) is only settling and none of them is
+ * blocked for good, reads the nodes again every --poll-interval, for at most
+ * --settle-timeout. Nodes still settling then count as blocking
+ * (r->settle_expired). Returns 0, or the failure to read the nodes. */
+static int settle(Rollout *r, char *const *names, size_t n) {
+        uint64_t start = now_usec(CLOCK_MONOTONIC), deadline = start + r->args->settle_usec;
+        bool waited = false;
+
+        for (;;) {
+                const SlurmNode *first = NULL;
+                size_t settling = 0, blocked = 0;
+                int k;
+
+                for (size_t i = 0; i < r->nodes->n_nodes; i++) {
+                        const SlurmNode *node = &r->nodes->nodes[i];
+                        NodeClaim c = claim_of(r, node);
+
+                        if (names ? !named(names, n, node->name) : excluded(r, node->name))
+                                continue;
+                        if (c == CLAIM_SETTLING && !first)
+                                first = node;
+                        settling += c == CLAIM_SETTLING;
+                        blocked += c == CLAIM_FOREIGN || c == CLAIM_OTHER_ROLLOUT;
+                }
+                /* Blocked anyway: waiting would only delay saying so. */
+                if (settling == 0 || blocked > 0) {
+                        if (waited)
+                                step(r, "settle", NULL, "done", NULL);
+                        if (waited && settling == 0)
+                                say(r, "  settled after %.1f s.",
+                                    (double) (now_usec(CLOCK_MONOTONIC) - start) / 1e6);
+                        return 0;
+                }
+                if (now_usec(CLOCK_MONOTONIC) >= deadline) {
+                        r->settle_expired = true;
+                        step(r, "settle", NULL, "timeout", NULL);
+                        return 0;
+                }
+                if (!waited)
+                        say(r,
+                            "settling: %zu node(s) out of service only for a moment (node %s "
+                            "is %s, with no reason): reading them again for up to %llu s "
+                            "(--settle-timeout).",
+                            settling, first->name, first->state,
+                            (unsigned long long) (r->args->settle_usec / 1000000u));
+                waited = true;
+                sleep_usec(r->args->poll_usec);
+                k = read_nodes(r);
+                if (k < 0)
+                        return k;
+        }
+}
 
 static int wait_jobs(Rollout *r, char **names, size_t n) {
         uint64_t deadline = now_usec(CLOCK_MONOTONIC) + r->args->jobs_timeout_usec, said = 0;
@@ -671,6 +761,8 @@ static int do_workers(Rollout *r, RolloutPod *const *batch, size_t n) {
                 return 0;
         say(r, "drain: %zu node(s), reason \"" ROLLOUT_REASON_PREFIX "%s: ...\"", m, r->id);
         k = read_nodes(r);
+        if (k >= 0)
+                k = settle(r, names, m);
         if (k < 0)
                 return k;
         for (size_t i = 0; i < m; i++) {
@@ -680,8 +772,9 @@ static int do_workers(Rollout *r, RolloutPod *const *batch, size_t n) {
                 /* Held already (an earlier run): nothing to do. */
                 if (c == CLAIM_OURS)
                         continue;
-                /* Someone took it out of service since the plan: never overwrite that. */
-                if (c == CLAIM_FOREIGN || c == CLAIM_OTHER_ROLLOUT) {
+                /* Someone took it out of service since the plan: never overwrite
+                 * that. Still settling after settle(): it did not. */
+                if (c == CLAIM_FOREIGN || c == CLAIM_OTHER_ROLLOUT || c == CLAIM_SETTLING) {
                         say(r, "blocked: node %s is now %s, reason \"%s\": not draining it.",
                             names[i], node ? node->state : "unknown to Slurm",
                             node ? node->reason : "");
@@ -899,8 +992,15 @@ int rollout_run(Rollout *r) {
                                    json_string(a->rolling ? "rolling" : "window"));
         (void) json_object_set_new(r->report, "in_progress", json_boolean(r->id_found));
 
+        (void) json_object_set_new(r->report, "settle_timeout_sec",
+                                   json_integer((json_int_t) (a->settle_usec / 1000000u)));
+
         say(r, "rollout %s%s (%s), namespace %s:", r->id, r->id_found ? " (in progress)" : "",
             a->rolling ? "rolling" : "window", r->namespace);
+        /* apply judges the nodes once they settled; plan and status say which
+         * are settling. */
+        if (a->action == ACTION_APPLY && settle(r, NULL, 0) < 0)
+                return finish(r, EXIT_ROLLOUT_FAILED, "failed: could not read the cluster");
         describe(r);
         work = count_work(r);
         blockers = report_blockers(r);

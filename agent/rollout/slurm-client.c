@@ -2,14 +2,21 @@
 /*
  * Slurm's commands run for the rollout (slurm-client.h).
  *
- * SLURM_TIME_FORMAT=%s makes times read as seconds since the epoch. Output
- * formats: Slurm 21.08 and later print JSON (`sinfo --json`, `squeue --json`;
- * from 23.02 the node list comes from `scontrol --json show node`, because
- * `sinfo --json` then groups nodes). Debian 12 ships 22.05, which has the
- * first two and no `scontrol --json`. Older or JSON-less builds are read
- * through `scontrol --oneliner show node` and `squeue --format`.
- * SLURM_FORMAT_AUTO picks by `scontrol --version` and falls back to text when
- * a JSON command says it does not know the option or has no serializer.
+ * SLURM_TIME_FORMAT=%s makes times read as seconds since the epoch.
+ *
+ * Output formats. By default (SLURM_FORMAT_AUTO) the text of
+ * `scontrol --all --oneliner show node` (KEY=VALUE fields found by name,
+ * Reason last but for Comment=, Extra=, InstanceId=, InstanceType= and
+ * ReservationName=) and `squeue --format=%A|%T|%N` (job id, state, node
+ * list): their meaning has not changed from Slurm 22.05 to 26.05
+ * (src/api/node_info.c slurm_sprint_node_table(), src/squeue/opts.c), while
+ * the JSON of `sinfo --json`, `squeue --json` and `scontrol --json` moved
+ * with each data_parser version (v0.0.38 in 22.05; upstream's
+ * src/plugins/data_parser holds v0.0.39 to v0.0.46 for the releases since:
+ * states became lists, numbers became {"set","infinite","number"}, and from
+ * 23.02 `sinfo --json` groups nodes, so they come from
+ * `scontrol --json show node`). SLURM_FORMAT_JSON still reads those, when
+ * asked for, and never falls back to text.
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -44,6 +51,9 @@ struct SlurmClient {
         SlurmFormat format;
         char *version;
         unsigned version_major, version_minor;
+        char **prefix; /* NULL-terminated; NULL: none */
+        size_t n_prefix;
+        bool relay_checked;
 };
 
 void slurm_command_report_done(SlurmCommandReport *r) {
@@ -164,8 +174,8 @@ static void report_failure(SlurmCommandReport *report, const char *fmt, ...) {
 
 /* Runs argv[0] (resolved in PATH) with argv, stdout into *ret (capped),
  * stderr into report. Returns 0 only for exit status 0. */
-static int run(SlurmClient *c, const char *const *argv, RunResult *ret,
-               SlurmCommandReport *report) {
+static int run_argv(SlurmClient *c, const char *const *argv, RunResult *ret,
+                    SlurmCommandReport *report) {
         const SpawnLimits limits = {
                 .timeout_usec = c->timeout_usec,
                 .max_stdout_bytes = c->max_output_bytes,
@@ -190,7 +200,12 @@ static int run(SlurmClient *c, const char *const *argv, RunResult *ret,
                         return -ENOMEM;
         }
         if (res.exec_errno > 0) {
-                report_failure(report, "could not run: %s", strerror(res.exec_errno));
+                if (c->prefix)
+                        report_failure(report,
+                                       "could not run \"%s\", the first word of --slurm-exec: %s",
+                                       argv[0], strerror(res.exec_errno));
+                else
+                        report_failure(report, "could not run: %s", strerror(res.exec_errno));
                 return r;
         }
         if (r == -ETIME) {
@@ -224,6 +239,90 @@ static int run(SlurmClient *c, const char *const *argv, RunResult *ret,
         return 0;
 }
 
+/* Variables that change what sinfo, squeue or scontrol print or select
+ * (ENVIRONMENT VARIABLES in sinfo(1), squeue(1), scontrol(1), Slurm 22.05):
+ * child_environment() drops them by prefix; across a relay, env(1) on the far
+ * side unsets each by name. */
+static const char *const far_unset[] = {
+        "SINFO_ALL",       "SINFO_FEDERATION",  "SINFO_FORMAT",     "SINFO_LOCAL",
+        "SINFO_PARTITION", "SINFO_SORT",        "SQUEUE_ACCOUNT",   "SQUEUE_ALL",
+        "SQUEUE_ARRAY",    "SQUEUE_FEDERATION", "SQUEUE_FORMAT",    "SQUEUE_FORMAT2",
+        "SQUEUE_LICENSES", "SQUEUE_LOCAL",      "SQUEUE_NAMES",     "SQUEUE_PARTITION",
+        "SQUEUE_PRIORITY", "SQUEUE_QOS",        "SQUEUE_SIBLING",   "SQUEUE_SORT",
+        "SQUEUE_STATES",   "SQUEUE_USERS",      "SCONTROL_ALL",     "SCONTROL_FEDERATION",
+        "SCONTROL_FUTURE", "SCONTROL_LOCAL",    "SCONTROL_SIBLING",
+};
+
+/* What the relay check sends: a joining relay hands the far shell two
+ * assignments, with the quotes removed, and env prints two lines. */
+#define RELAY_CHECK "AICR_ENROOT_RELAY_CHECK=1  AICR_ENROOT_RELAY_CHECK2='2 \"3\"'"
+
+/* Does PREFIX env -i RELAY_CHECK env print RELAY_CHECK back? */
+static int relay_check(SlurmClient *c, SlurmCommandReport *report) {
+        _cleanup_free_ const char **argv = NULL;
+        _cleanup_free_ char *out = NULL;
+        RunResult res = {};
+        size_t n = 0;
+        int r;
+
+        argv = calloc(c->n_prefix + 5, sizeof(char *));
+        if (!argv)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->n_prefix; i++)
+                argv[n++] = c->prefix[i];
+        argv[n++] = "env";
+        argv[n++] = "-i";
+        argv[n++] = RELAY_CHECK;
+        argv[n++] = "env";
+        r = run_argv(c, argv, &res, report);
+        out = res.out;
+        if (r < 0)
+                return r;
+        if (res.out_len != strlen(RELAY_CHECK "\n") ||
+            memcmp(out, RELAY_CHECK "\n", res.out_len) != 0) {
+                report_failure(report, "did not pass its arguments on as they are: --slurm-exec "
+                                       "needs a relay that does (kubectl exec does; ssh joins them "
+                                       "into one shell line)");
+                return -EPROTO;
+        }
+        c->relay_checked = true;
+        return 0;
+}
+
+/* Runs argv, through the prefix when there is one. */
+static int run(SlurmClient *c, const char *const *argv, RunResult *ret,
+               SlurmCommandReport *report) {
+        _cleanup_free_ const char **full = NULL;
+        size_t n = 0, k = 0;
+        int r;
+
+        if (!c->prefix)
+                return run_argv(c, argv, ret, report);
+        if (!c->relay_checked) {
+                r = relay_check(c, report);
+                if (r < 0)
+                        return r;
+                slurm_command_report_done(report);
+        }
+        while (argv[k])
+                k++;
+        full = calloc(c->n_prefix + 2 + 2 * ELEMENTSOF(far_unset) + k + 1, sizeof(char *));
+        if (!full)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->n_prefix; i++)
+                full[n++] = c->prefix[i];
+        full[n++] = "env";
+        for (size_t i = 0; i < ELEMENTSOF(far_unset); i++) {
+                full[n++] = "-u";
+                full[n++] = far_unset[i];
+        }
+        /* scontrol prints times through strftime(SLURM_TIME_FORMAT). */
+        full[n++] = "SLURM_TIME_FORMAT=%s";
+        for (size_t i = 0; i < k; i++)
+                full[n++] = argv[i];
+        return run_argv(c, full, ret, report);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The client */
 
@@ -245,6 +344,18 @@ int slurm_client_new(const SlurmConfig *cfg, SlurmClient **ret) {
         c->max_output_bytes =
                 cfg->max_output_bytes ? cfg->max_output_bytes : SLURM_DEFAULT_MAX_OUTPUT_BYTES;
         c->format = cfg->format;
+        if (cfg->exec_prefix && cfg->exec_prefix[0]) {
+                while (cfg->exec_prefix[c->n_prefix])
+                        c->n_prefix++;
+                c->prefix = calloc(c->n_prefix + 1, sizeof(char *));
+                if (!c->prefix)
+                        return -ENOMEM;
+                for (size_t i = 0; i < c->n_prefix; i++) {
+                        c->prefix[i] = strdup(cfg->exec_prefix[i]);
+                        if (!c->prefix[i])
+                                return -ENOMEM;
+                }
+        }
         *ret = TAKE_PTR(c);
         return 0;
 }
@@ -256,6 +367,9 @@ SlurmClient *slurm_client_free(SlurmClient *c) {
         free(c->squeue);
         free(c->scontrol);
         free(c->version);
+        for (size_t i = 0; c->prefix && c->prefix[i]; i++)
+                free(c->prefix[i]);
+        free(c->prefix);
         free(c);
         return NULL;
 }
@@ -310,36 +424,18 @@ static bool version_at_least(const SlurmClient *c, unsigned major, unsigned mino
         return c->version_major > major || (c->version_major == major && c->version_minor >= minor);
 }
 
-/* Whether a failed JSON command means "no JSON here" rather than a failure of Slurm. */
-static bool json_unsupported(const SlurmCommandReport *report) {
-        static const char *const signs[] = {"unrecognized option", "invalid option",
-                                            "unknown option",      "serializer",
-                                            "data_parser",         "json"};
-        const char *err = strempty(report->stderr_text);
-
-        if (report->exit_status <= 0)
-                return false;
-        for (size_t i = 0; i < ELEMENTSOF(signs); i++)
-                if (strcasestr(err, signs[i]))
-                        return true;
-        return false;
-}
-
-/* Decides AUTO once: by version, JSON from 21.08 on. */
+/* AUTO reads text, which needs no version; JSON needs it to pick the node command. */
 static int resolve_format(SlurmClient *c, SlurmCommandReport *report) {
         int r;
 
-        /* TEXT needs no version; JSON needs it to pick the node command. */
-        if (c->format == SLURM_FORMAT_TEXT || (c->format == SLURM_FORMAT_JSON && c->version))
-                return 0;
-        if (!c->version) {
-                r = slurm_probe_version(c, report);
-                if (r < 0)
-                        return r;
-        }
         if (c->format == SLURM_FORMAT_AUTO)
-                c->format = version_at_least(c, 21, 8) ? SLURM_FORMAT_JSON : SLURM_FORMAT_TEXT;
-        log_debug("Slurm %s: reading its %s output", c->version, slurm_format_to_string(c->format));
+                c->format = SLURM_FORMAT_TEXT;
+        if (c->format == SLURM_FORMAT_TEXT || c->version)
+                return 0;
+        r = slurm_probe_version(c, report);
+        if (r < 0)
+                return r;
+        log_debug("Slurm %s: reading its JSON output", c->version);
         return 0;
 }
 
@@ -388,7 +484,6 @@ int slurm_read_nodes(SlurmClient *c, SlurmNodeList **ret, SlurmCommandReport *re
         const char *json_new[] = {c->scontrol, "--json", "--all", "show", "node", NULL};
         const char *json_old[] = {c->sinfo, "--json", "--all", NULL};
         const char *text[] = {c->scontrol, "--all", "--oneliner", "show", "node", NULL};
-        bool was_auto = c->format == SLURM_FORMAT_AUTO;
         void *l = NULL;
         int r;
 
@@ -400,10 +495,7 @@ int slurm_read_nodes(SlurmClient *c, SlurmNodeList **ret, SlurmCommandReport *re
                 /* 23.02 made `sinfo --json` group nodes; scontrol lists them from then on. */
                 r = run_and_parse(c, version_at_least(c, 23, 2) ? json_new : json_old,
                                   parse_nodes_json, &l, report);
-                if (r != -EIO || !was_auto || !json_unsupported(report))
-                        goto finish;
-                log_debug("%s: no JSON, reading text instead", report->command_line);
-                c->format = SLURM_FORMAT_TEXT;
+                goto finish;
         }
         r = run_and_parse(c, text, parse_nodes_text, &l, report);
 finish:
@@ -421,7 +513,6 @@ int slurm_read_jobs(SlurmClient *c, char *const *names, size_t n_names, SlurmJob
         const char *text[] = {c->squeue,           "--all", "--noheader", "--states=all",
                               "--format=%A|%T|%N", NULL};
         _cleanup_(slurm_job_list_freep) SlurmJobList *l = NULL;
-        bool was_auto = c->format == SLURM_FORMAT_AUTO;
         int r;
 
         report = report_reset(report, &scratch);
@@ -430,10 +521,7 @@ int slurm_read_jobs(SlurmClient *c, char *const *names, size_t n_names, SlurmJob
                 goto finish;
         if (c->format == SLURM_FORMAT_JSON) {
                 r = run_and_parse(c, json, parse_jobs_json, (void **) &l, report);
-                if (r != -EIO || !was_auto || !json_unsupported(report))
-                        goto finish;
-                log_debug("%s: no JSON, reading text instead", report->command_line);
-                c->format = SLURM_FORMAT_TEXT;
+                goto finish;
         }
         r = run_and_parse(c, text, parse_jobs_text, (void **) &l, report);
 finish:
@@ -441,7 +529,8 @@ finish:
         if (r < 0)
                 return r;
 
-        /* squeue --json ignores --nodelist before 23.02: filter here, always. */
+        /* squeue --json ignores --nodelist before 23.02: filter here, always
+         * (slurm_job_list_keep_nodes() never expands a job's node list). */
         if (names)
                 slurm_job_list_keep_nodes(l, names, n_names);
         *ret = TAKE_PTR(l);

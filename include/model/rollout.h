@@ -128,6 +128,8 @@ bool rollout_reason_id(const char *reason, char buf[static ROLLOUT_ID_BYTES]);
 
 typedef enum NodeClaim {
         CLAIM_AVAILABLE,     /* in service, no reason: nobody's */
+        CLAIM_SETTLING,      /* out of service only for a moment Slurm ends by itself
+                              * (rollout_node_is_settling()): judged again later */
         CLAIM_OURS,          /* drained (or down) with this rollout's reason */
         CLAIM_REPLACED,      /* down with the preStop reason, set after this rollout began:
                             * its pod was replaced by this rollout, so the reason is ours */
@@ -138,6 +140,17 @@ typedef enum NodeClaim {
 
 const char *node_claim_to_string(NodeClaim c);
 
+/* Whether n is out of service only for a moment that Slurm ends by itself,
+ * with no reason set: NOT_RESPONDING on a node that is not DOWN (slurmctld
+ * marks a resumed node so until it answers the next ping), or COMPLETING
+ * (the epilogs of its last jobs run; Slurm may print "COMPLETING" with no
+ * base state). False for a node in service, and whenever anything else takes
+ * it out of service: DOWN, DRAIN, FAIL, any other state or flag that
+ * slurm_node_is_unavailable() counts, or a reason. Those are judged at once;
+ * a settling node only after it has had the time to settle. */
+bool rollout_node_is_settling(const SlurmNode *n);
+
 /* Whose the node's state is, for rollout id (NULL: no rollout runs yet, so
- * nothing is ours). */
+ * nothing is ours). A node of no rollout that is only settling is
+ * CLAIM_SETTLING, not CLAIM_FOREIGN. */
 NodeClaim rollout_node_claim(const SlurmNode *n, const char *id);

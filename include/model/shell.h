@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "macro.h"
+
 /* Live shell found in a value: the output depends on the environment or runs code. */
 typedef enum ShellLive {
         SHELL_LIVE_COMMAND = 1u << 0,  /* $(...) or `...`: runs a command */
@@ -84,3 +86,23 @@ int shell_eval_echo(const char *value, char **ret_output, unsigned *ret_flags);
  * still open where its $(...) closes, nesting deeper than SHELL_MAX_NESTING.
  * ret_line and ret_message may be NULL, and are written only on -EINVAL. */
 int shell_check_syntax(const char *text, size_t len, unsigned *ret_line, const char **ret_message);
+
+/* Words a command prefix may hold (shell_split_words). */
+#define SHELL_MAX_WORDS 256u
+
+/* Splits text into words as a POSIX shell splits a simple command whose words
+ * need no expansion: blanks (space, tab, newline) separate words; '...' keeps
+ * everything literally; "..." keeps everything but a backslash before $ ` "
+ * \ or a newline; an unquoted backslash keeps the next character (a
+ * backslash-newline is removed). So `kubectl --kubeconfig "/a b/c" exec --`
+ * gives what a shell would pass to kubectl. Nothing is expanded, so what a
+ * shell would expand or treat as an operator is refused rather than passed on
+ * literally: $ and ` outside '...', and unquoted ; & | < > ( ) { } * ? [, a ~
+ * or # starting a word. Returns 0 with *ret_words a new NULL-terminated array
+ * of at least one word (free it with shell_words_free()), or -EINVAL with
+ * *ret_message a static English reason (no words, an unterminated quote, a
+ * refused character, more than SHELL_MAX_WORDS words), or -ENOMEM.
+ * ret_message may be NULL. */
+int shell_split_words(const char *text, char ***ret_words, const char **ret_message);
+char **shell_words_free(char **words);
+DEFINE_TRIVIAL_CLEANUP_FUNC(char **, shell_words_free);

@@ -3,13 +3,14 @@
  * Slurm's nodes and jobs as its commands print them (sinfo,
  * squeue, scontrol; slurm-client.h runs them): node and job states, the
  * parsers of their JSON and text output; hostlist.h expands the hostlists
- * they print (a job's node_names).
+ * they print (a job's nodes).
  *
  * Which parser reads what: `sinfo --json` (Slurm 21.08 to 22.05) and
  * `scontrol --json show node` (23.02 on) go to slurm_nodes_parse_json(),
  * `scontrol --oneliner show node` to slurm_nodes_parse_scontrol(),
  * `squeue --json` to slurm_jobs_parse_json(), `squeue --format` to
- * slurm_jobs_parse_squeue().
+ * slurm_jobs_parse_squeue(). The text is what the rollout reads by default:
+ * its fields mean the same from Slurm 22.05 to 26.05, the JSON does not.
  *
  * Everything a command prints is outside input: the parsers below are pure,
  * bounded and exported for the unit tests and the fuzz target. Never logs.
@@ -163,11 +164,11 @@ typedef enum SlurmJobState {
 
 typedef struct SlurmJob {
         uint32_t job_id;
-        uint32_t states;   /* SlurmJobState bits */
-        char *state;       /* as Slurm printed it, words joined with '+': "RUNNING" */
-        char *nodes;       /* the allocated nodes as a hostlist ("n-[0-3]"), "" when none */
-        char **node_names; /* nodes, expanded */
-        size_t n_node_names;
+        uint32_t states;          /* SlurmJobState bits */
+        char *state;              /* as Slurm printed it, words joined with '+': "RUNNING" */
+        char *nodes;              /* the allocated nodes as a hostlist ("n-[0-3]"), "" when none */
+        SlurmHostlist *node_list; /* nodes, parsed: never expanded (hostlist.h) */
+        size_t n_nodes;           /* the names nodes stands for, counted without expanding */
 } SlurmJob;
 
 typedef struct SlurmJobList {
@@ -184,9 +185,14 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(SlurmJobList *, slurm_job_list_free);
 bool slurm_job_is_active(const SlurmJob *j);
 /* Pending: queued, no allocation. */
 bool slurm_job_is_pending(const SlurmJob *j);
+/* Whether name is in the job's node list: linear in the length of the list
+ * as printed, however many names it stands for. */
 bool slurm_job_has_node(const SlurmJob *j, const char *name);
 /* Keeps the jobs with an allocation on any of names[0..n_names), in order,
- * and frees the others. */
+ * and frees the others. Per job, it either enumerates the job's nodes or
+ * asks for each of names, whichever is fewer: a job on a handful of nodes
+ * costs a handful of lookups among names, a job on "n[1-65536]" one check
+ * per name (only the second when memory for a sorted copy of names runs out). */
 void slurm_job_list_keep_nodes(SlurmJobList *l, char *const *names, size_t n_names);
 
 /* "RUNNING", ... for one bit; NULL for SLURM_JOB_STATE_OTHER and unknown bits. */

@@ -22,6 +22,13 @@
 #define ROLLOUT_DEFAULT_LOGINS    "app.kubernetes.io/instance=slinky-slurm-login-slinky"
 #define ROLLOUT_DEFAULT_NAMESPACE "slurm"
 #define ROLLOUT_MAX_EXCLUDES      1024u
+/* --settle-timeout's default: how long a node that is only settling
+ * (rollout_node_is_settling()) is read again before it counts as blocking.
+ * slurmctld pings every SlurmdTimeout/3 (100 s at the default
+ * SlurmdTimeout=300, which Slinky keeps) and waits up to MessageTimeout
+ * (10 s) for an answer; 10 s more for the poll and a ping still running. A
+ * RESUME asks for a ping at once, so a healthy node settles within seconds. */
+#define ROLLOUT_SETTLE_SEC        120u
 /* How long a resumed node may take to answer slurmctld's ping. */
 #define ROLLOUT_RESPONDING_USEC   (60u * 1000000u)
 
@@ -50,11 +57,14 @@ typedef struct RolloutArgs {
         const char *excludes[ROLLOUT_MAX_EXCLUDES];
         size_t n_excludes;
         uint64_t jobs_timeout_usec, pod_timeout_usec, poll_usec;
+        /* --settle-timeout; 0: judge every node as first read */
+        uint64_t settle_usec;
         const char *rollout_id;
         bool json;
         bool trust_unprotected; /* --trust-unprotected-conditions */
-        SlurmConfig slurm;
-        const char *self; /* POD_NAME: never replaced */
+        SlurmConfig slurm;      /* its exec_prefix is set by cmd_rollout() */
+        const char *slurm_exec; /* --slurm-exec, checked by shell_split_words() */
+        const char *self;       /* POD_NAME: never replaced */
 } RolloutArgs;
 
 /* One run: args is borrowed, everything else is owned (rollout_done()). */
@@ -68,6 +78,8 @@ typedef struct Rollout {
         char id[ROLLOUT_ID_BYTES];
         bool id_found; /* a rollout in progress was found in the cluster */
         bool applying; /* apply runs: the id is this run's, found or new */
+        /* Nodes still settling after --settle-timeout: they block. */
+        bool settle_expired;
         RolloutTrust trust;
         RolloutPod *pods[_ROLE_MAX];
         size_t n_pods[_ROLE_MAX];

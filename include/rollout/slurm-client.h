@@ -10,9 +10,11 @@
  * (SLURM_CONF, SLURM_CLUSTERS, ...) less the variables that change what the
  * commands print or select (SINFO_*, SQUEUE_*, SCONTROL_*), and with
  * SLURM_TIME_FORMAT set to "%s". It blocks: this is for a command-line
- * program, never for the daemon's event loop. SLURM_FORMAT_AUTO reads JSON
- * where the installed Slurm prints it and text otherwise. Never logs above
- * debug.
+ * program, never for the daemon's event loop. SLURM_FORMAT_AUTO reads the
+ * text whose fields have kept their meaning from Slurm 22.05 to 26.05
+ * (`scontrol --oneliner show node`, `squeue --format=%A|%T|%N`);
+ * SLURM_FORMAT_JSON the JSON commands, whose shape changes with Slurm's
+ * data_parser version. Never logs above debug.
  */
 #pragma once
 
@@ -51,6 +53,9 @@ typedef struct SlurmConfig {
         uint64_t timeout_usec;   /* per command; 0: SLURM_DEFAULT_TIMEOUT_USEC */
         size_t max_output_bytes; /* stdout per command; 0: SLURM_DEFAULT_MAX_OUTPUT_BYTES */
         SlurmFormat format;
+        /* NULL, or words run before every command (NULL-terminated; see
+         * slurm_client_new()). */
+        char *const *exec_prefix;
 } SlurmConfig;
 
 /* What the last command of a call did, for messages. Every call that takes
@@ -69,16 +74,25 @@ void slurm_command_report_done(SlurmCommandReport *r);
 
 typedef struct SlurmClient SlurmClient;
 
-/* cfg's strings are copied. Runs nothing yet. Returns 0, -EINVAL (a
+/* With cfg->exec_prefix, every command runs as PREFIX env -u VAR...
+ * SLURM_TIME_FORMAT=%s COMMAND ARGS (VAR: each variable that sinfo, squeue or
+ * scontrol read to change what they print or select), through a relay such
+ * as `kubectl exec POD --`: the environment set here never crosses it, so it
+ * is set on the far side by env(1), which that side must have. The relay must
+ * pass its arguments on as they are (kubectl exec does; ssh joins them into
+ * one shell line and does not): before the first command, the client runs
+ * PREFIX env -i 'NAME=VALUE' env with a VALUE that holds blanks and shell
+ * quotes and fails with -EPROTO unless it reads back exactly NAME=VALUE.
+ * cfg's strings are copied. Runs nothing yet. Returns 0, -EINVAL (a
  * max_output_bytes over SLURM_MAX_OUTPUT_BYTES, a bad format), -ENOMEM. */
 int slurm_client_new(const SlurmConfig *cfg, SlurmClient **ret);
 SlurmClient *slurm_client_free(SlurmClient *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(SlurmClient *, slurm_client_free);
 
 /* The format in use: the configured one, or for AUTO what the first read
- * chose (AUTO until then). */
+ * chose, always TEXT (AUTO until then). */
 SlurmFormat slurm_client_format(const SlurmClient *c);
-/* "22.05.8" once `scontrol --version` ran (AUTO does on its first read), else NULL. Borrowed. */
+/* "22.05.8" once `scontrol --version` ran (JSON does on its first read), else NULL. Borrowed. */
 const char *slurm_client_version(const SlurmClient *c);
 
 /* Runs `scontrol --version` and remembers the version. Returns 0, or as below. */
@@ -88,6 +102,7 @@ int slurm_probe_version(SlurmClient *c, SlurmCommandReport *report);
  * Returns 0 with *ret new, or -ENOENT (command not found), -EACCES,
  * -ETIME (timed out), -EFBIG (output over the cap), -EIO (non-zero exit,
  * killed, or Slurm reported an error), -EBADMSG (output not understood),
+ * -EPROTO (the exec prefix changed the arguments),
  * -ENOBUFS, -ENOMEM. report (may be NULL) says what happened. */
 int slurm_read_nodes(SlurmClient *c, SlurmNodeList **ret, SlurmCommandReport *report);
 

@@ -167,8 +167,9 @@ replaced() { sort "$WORK/controller.replaced" | tr '\n' ' '; }
 # --- what every rollout test starts with ----------------------------------------
 section() { echo "== $* (at ${SECONDS}s)" >&2; }
 
-# rollout_cluster_start: the tools the rollout tests need (jq, openssl, the
-# fake API server), a four-node Slurm cluster in $slurm with its environment
+# rollout_cluster_start [SLURM-CONF-LINE...]: the tools the rollout tests
+# need (jq, openssl, the fake API server), a four-node Slurm cluster in
+# $slurm (the lines added to its slurm.conf) with its environment
 # exported (skips when this machine cannot run one), and a service account
 # for namespace $NS in $WORK/sa (kube_pki). On exit the controller, the
 # background job $bg when set, the fake and the cluster are stopped.
@@ -183,7 +184,7 @@ rollout_cluster_start() {
         NS=slurm
         slurm=$WORK/slurm
         trap rollout_cleanup EXIT
-        bash "$CLUSTER" start "$slurm" 4 >"$WORK/cluster.env" 2>"$WORK/cluster.err" || rc=$?
+        bash "$CLUSTER" start "$slurm" 4 "$@" >"$WORK/cluster.env" 2>"$WORK/cluster.err" || rc=$?
         [ "$rc" = 77 ] && skip no-slurm-cluster "$(sed -n 's/^slurm-cluster: SKIP: //p' "$WORK/cluster.err")"
         [ "$rc" = 0 ] || { cat "$WORK/cluster.err" >&2; echo "FAIL: the Slurm cluster did not start" >&2; exit 1; }
         set -a

@@ -7,7 +7,9 @@
 # requests; the NetworkPolicy's ports; every alert's runbook a heading of docs/OPERATIONS.md; the promtool
 # tests fed series shaped as kube-state-metrics and the real agent export
 # them; the files agree with each other, with the Containerfile and with the
-# metrics the real binary exports), then `promtool check rules` and
+# metrics the real binary exports; the rollout Job's RBAC against
+# rollout-rbac.yaml, and its arguments accepted by the real rollout), then
+# `promtool check rules` and
 # `promtool test rules` on the PrometheusRule's groups. Broken copies of the
 # manifests must be rejected, so a check that lets everything through fails.
 #
@@ -132,6 +134,15 @@ if "$AGENT" --help 2>&1 | grep -q -- '--kube '; then
                         "${probe_netns[@]}" "$AGENT" "${args[@]}" >"$WORK/out" 2>&1 || rc=$?
                         [ "$rc" -eq 1 ] && pass || fail "$what exits $rc here, expected 1 (not ready): $(cat "$WORK/out")"
                         ;;
+                rollout)
+                        # accepted (never 2, a usage error); with no API server
+                        # to reach it stops there (3), before any Slurm command
+                        rc=0
+                        env POD_NAME=aicr-enroot-rollout-0 POD_NAMESPACE=slurm \
+                                "$AGENT" "${args[@]}" --kube-api http://127.0.0.1:9 >"$WORK/out" 2>&1 || rc=$?
+                        [ "$rc" -eq 3 ] && grep -q 'Is the API server reachable' "$WORK/out" && pass ||
+                                fail "$what exit $rc here, expected 3 (no API server): $(cat "$WORK/out")"
+                        ;;
                 esac
         done < <(jq -c '.[]' "$WORK/rules/commands.json")
         [ -s "$WORK/rules/commands.json" ] && pass || fail "no command lines from the variants"
@@ -199,6 +210,16 @@ reject "a patch that replaces a bundle's volume" "is the agent's own" \
         agent/sidecar/nodeset.yaml 's/- name: aicr-enroot-agent-token/- name: enroot-config/'
 reject "a port the PodMonitor does not scrape" "scrapes the agent's named port" \
         podmonitor.yaml 's/port: agent-metrics/port: metrics/'
+reject "a rollout Role without delete" "the Role's other rules are those of tests/integration/rollout-rbac.yaml" \
+        rollout/rbac.yaml 's/verbs: \[list, get, delete\]/verbs: [list, get]/'
+reject "a rollout Role that execs into every pod" "the Role allows kubectl exec into slurm-controller-0 only" \
+        rollout/rbac.yaml '/resourceNames: \[slurm-controller-0\]/d'
+reject "a rollout ClusterRole with a verb too many" "the ClusterRole's rules are those of" \
+        rollout/rbac.yaml 's/^    verbs: \[get\]$/    verbs: [get, list]/'
+reject "a rollout Job that relays to another pod" "the Role allows kubectl exec into slurm-controller-1 only" \
+        rollout/job.yaml 's/ slurm-controller-0 / slurm-controller-1 /'
+reject "a rollout Job that may escalate" 'rollout/job.yaml meets Pod Security "restricted"' \
+        rollout/job.yaml 's/allowPrivilegeEscalation: false/allowPrivilegeEscalation: true/'
 
 printf '%s: %ss\n' "$TEST_NAME" "$((SECONDS - started))"
 finish

@@ -54,8 +54,8 @@ job_is() { [ "$(job_line "$1" | jq -r .state)" = "$2" ]; }
 # --- reading ---------------------------------------------------------------------
 expect_status 0 probe format
 version=$(jq -r .version "$WORK/out")
-[ "$(jq -r .format "$WORK/out")" = json ] && pass ||
-        fail "Slurm $version is read as $(jq -r .format "$WORK/out"), expected json (sinfo/squeue --json exist from 21.08)"
+[ "$(jq -r .format "$WORK/out")" = text ] && pass ||
+        fail "Slurm $version is read as $(jq -r .format "$WORK/out"), expected text (the field lists that hold from 22.05 to 26.05)"
 expect_status 0 probe nodes
 [ "$(jq -r .name "$WORK/out" | tr '\n' ' ')" = "slinky-0 slinky-1 slinky-2 slinky-3 " ] && pass ||
         fail "nodes: $(cat "$WORK/out")"
@@ -63,9 +63,9 @@ expect_status 0 probe nodes
         pass || fail "not every node is idle and available: $(cat "$WORK/out")"
 boot_before=$(field json slinky-3 boot_time)
 [ "$boot_before" -gt 1000000000 ] && pass || fail "slinky-3 has no boot time: '$boot_before'"
-# The text fallback reads the same.
-diff <(probe nodes | jq -c '{name, state, reason, boot_time}') \
-        <(probe --format text nodes | jq -c '{name, state, reason, boot_time}') >"$WORK/diff" &&
+# The default (text) and JSON read the same.
+diff <(probe --format json nodes | jq -c '{name, state, reason, boot_time}') \
+        <(probe nodes | jq -c '{name, state, reason, boot_time}') >"$WORK/diff" &&
         pass || fail "json and text disagree: $(cat "$WORK/diff")"
 
 # --- drain with a reason ---------------------------------------------------------------
@@ -105,8 +105,8 @@ line=$(job_line "$pending")
         pass || fail "pending job: $line"
 # A pending job holds no node: not among the jobs on slinky-1.
 [ -z "$(job_line "$pending" slinky-1)" ] && pass || fail "pending job listed on slinky-1"
-diff <(probe jobs | jq -c '{job_id, state, nodes}' | sort) \
-        <(probe --format text jobs | jq -c '{job_id, state, nodes}' | sort) >"$WORK/diff" &&
+diff <(probe --format json jobs | jq -c '{job_id, state, nodes}' | sort) \
+        <(probe jobs | jq -c '{job_id, state, nodes}' | sort) >"$WORK/diff" &&
         pass || fail "jobs: json and text disagree: $(cat "$WORK/diff")"
 expect_field slinky-2 state ALLOCATED
 

@@ -10,8 +10,11 @@
 // sample requests as documented, every alert's runbook is a heading of the
 // operator guide, the promtool tests feed the series the real exporters
 // export, and the files agree with each other, with the Containerfile and with
-// the metrics the real binary exports. Writes the PrometheusRule's spec as rule
-// files for promtool, and the command lines the patches give the agent.
+// the metrics the real binary exports; the rollout Job (rollout/) passes its
+// schemas and Pod Security "restricted", and grants exactly the access of
+// tests/integration/rollout-rbac.yaml plus kubectl exec into the one pod its
+// --slurm-exec names. Writes the PrometheusRule's spec as rule files for
+// promtool, and the command lines the patches and the Job give the agent.
 //
 // Usage: node validate-manifests.js --deps DIR --dir DIR --entrypoint PATH
 //                                   --metrics FILE --docs FILE --rule-tests FILE
@@ -746,6 +749,88 @@ for (const [file, sets] of Object.entries(agents)) {
         check(same(norm(sets.nodesets.agent), norm(sets.loginsets.agent)),
                 `${file}: the worker and login agents differ at most in the target process and AppArmor`);
         check(same(sets.nodesets.podSpec.volumes, sets.loginsets.podSpec.volumes), `${file}: worker and login volumes agree`);
+}
+
+// --- the rollout Job (rollout/) ---------------------------------------------------------------
+// Its objects pass their schemas; its Role and ClusterRole grant exactly the
+// rules of tests/integration/rollout-rbac.yaml (under which the rollout tests
+// run) plus kubectl exec into the one pod its --slurm-exec names; the Job runs
+// `rollout apply` as that account, under Pod Security "restricted".
+{
+        const batch = depsRequire('kubernetes-models/batch/v1');
+        const dir = path.join(opts.dir, 'rollout');
+        const [kz] = parseFile(path.join(dir, 'kustomization.yaml'));
+        const resources = (kz && kz.resources) || [];
+        check(kz && kz.kind === 'Kustomization' && same(resources, ['rbac.yaml', 'job.yaml']),
+                'rollout/kustomization.yaml lists rbac.yaml and job.yaml', JSON.stringify(kz));
+        const docs = [];
+        for (const file of resources) {
+                for (const obj of parseFile(path.join(dir, file))) {
+                        const id = `rollout/${file} ${obj.kind}/${obj.metadata && obj.metadata.name}`;
+                        const Model = {
+                                'v1/ServiceAccount': core.ServiceAccount,
+                                'rbac.authorization.k8s.io/v1/Role': rbac.Role,
+                                'rbac.authorization.k8s.io/v1/RoleBinding': rbac.RoleBinding,
+                                'rbac.authorization.k8s.io/v1/ClusterRole': rbac.ClusterRole,
+                                'rbac.authorization.k8s.io/v1/ClusterRoleBinding': rbac.ClusterRoleBinding,
+                                'batch/v1/Job': batch.Job,
+                        }[`${obj.apiVersion}/${obj.kind}`];
+                        if (!check(Model, `${id}: a kind this check knows (${obj.apiVersion})`)) continue;
+                        validateStrict(Model, obj, id);
+                        docs.push(obj);
+                }
+        }
+        const testRbac = parseFile(path.join(__dirname, '..', 'integration', 'rollout-rbac.yaml'));
+        const one = (list, kind) => list.filter((o) => o.kind === kind);
+        const [sa] = one(docs, 'ServiceAccount');
+        const [role] = one(docs, 'Role');
+        const [job] = one(docs, 'Job');
+        const ns = sa && sa.metadata.namespace;
+        check(docs.filter((o) => !o.kind.startsWith('Cluster')).every((o) => o.metadata.namespace === ns),
+                `rollout/: every namespaced object is in ${ns}`);
+        const pod = (job && job.spec.template.spec) || {};
+        const [container] = pod.containers || [];
+        const args = (container && container.args) || [];
+        const at = args.indexOf('--slurm-exec');
+        const prefix = at >= 0 ? args[at + 1] : '';
+        // the words as shell_split_words() gives them: the value holds no quotes or backslashes
+        check(prefix && !/['"\\]/.test(prefix), 'rollout/job.yaml: --slurm-exec holds plain words', prefix);
+        const words = (prefix || '').split(/\s+/).filter(Boolean);
+        const opt = (name, short) => {
+                const i = words.findIndex((w) => w === name || w === short);
+                return i >= 0 ? words[i + 1] : undefined;
+        };
+        const end = words.indexOf('--');
+        const execPod = words.slice(2, end).filter((w, i, a) => !w.startsWith('-') &&
+                !['--namespace', '-n', '--container', '-c'].includes(a[i - 1]))[0];
+        check(same(words.slice(0, 2), ['kubectl', 'exec']) && end === words.length - 1 && opt('--namespace', '-n') === ns &&
+                execPod, `rollout/job.yaml: --slurm-exec is kubectl exec into a pod of ${ns}, ending in --`, prefix);
+        const relayRule = { apiGroups: [''], resources: ['pods/exec'], resourceNames: [execPod], verbs: ['create', 'get'] };
+        const rules = (role && role.rules) || [];
+        check(rules.some((r) => same(r, relayRule)), `rollout/rbac.yaml: the Role allows kubectl exec into ${execPod} only`,
+                JSON.stringify(rules));
+        const [testRole] = one(testRbac, 'Role');
+        check(testRole && same(rules.filter((r) => !same(r, relayRule)), testRole.rules),
+                'rollout/rbac.yaml: the Role\'s other rules are those of tests/integration/rollout-rbac.yaml',
+                JSON.stringify(rules));
+        const cluster = one(docs, 'ClusterRole');
+        const testCluster = one(testRbac, 'ClusterRole');
+        check(cluster.length === testCluster.length && cluster.every((c, i) => same(c.rules, testCluster[i].rules)),
+                'rollout/rbac.yaml: the ClusterRole\'s rules are those of tests/integration/rollout-rbac.yaml');
+        for (const b of [...one(docs, 'RoleBinding'), ...one(docs, 'ClusterRoleBinding')]) {
+                const ref = docs.find((o) => o.kind === b.roleRef.kind && o.metadata.name === b.roleRef.name);
+                check(ref && same(b.subjects, [{ kind: 'ServiceAccount', name: sa.metadata.name, namespace: ns }]),
+                        `rollout/rbac.yaml: ${b.kind}/${b.metadata.name} binds ${b.roleRef.name} to the account`);
+        }
+        check(job && pod.serviceAccountName === sa.metadata.name && pod.restartPolicy === 'Never' && job.spec.backoffLimit === 0,
+                'rollout/job.yaml runs once, as the account');
+        check(same(args.slice(0, 2), ['rollout', 'apply']), 'rollout/job.yaml runs rollout apply', JSON.stringify(args));
+        const v = container ? podSecurityViolations(pod, container) : ['no container'];
+        check(v.length === 0, 'rollout/job.yaml meets Pod Security "restricted"', v.join(', '));
+        const env = new Map(((container && container.env) || []).map((e) => [e.name, e]));
+        check(env.has('POD_NAME') && env.get('POD_NAME').valueFrom.fieldRef.fieldPath === 'metadata.name',
+                'rollout/job.yaml gives the rollout its own pod\'s name (never replaced)');
+        if (container) shared.commands.push({ what: 'rollout/job.yaml: the rollout\'s arguments', kind: 'rollout', args });
 }
 
 fs.mkdirSync(opts.out, { recursive: true });

@@ -64,11 +64,14 @@ static int print_node(const SlurmNode *n) {
                 "slurmd_start_time", (json_int_t) n->slurmd_start_time_sec));
 }
 
+static int add_name(const char *name, void *userdata) {
+        return json_array_append_new(userdata, json_string(name)) < 0 ? -ENOMEM : 0;
+}
+
 static int print_job(const SlurmJob *j) {
         json_t *names = json_array();
 
-        for (size_t i = 0; names && i < j->n_node_names; i++)
-                json_array_append_new(names, json_string(j->node_names[i]));
+        (void) slurm_hostlist_foreach(j->node_list, add_name, names);
         return print_json(json_pack("{s:I, s:s, s:o, s:b, s:b, s:s, s:o}", "job_id",
                                     (json_int_t) j->job_id, "state", j->state, "states",
                                     flag_array(j->states, job_state_name), "active",
@@ -145,6 +148,9 @@ int main(int argc, char **argv) {
                 _cleanup_(slurm_node_list_freep) SlurmNodeList *l = NULL;
 
                 r = slurm_read_nodes(c, &l, &report);
+                /* Text needs no version: ask for it to print it. */
+                if (r >= 0 && streq(cmd, "format") && !slurm_client_version(c))
+                        r = slurm_probe_version(c, &report);
                 for (size_t i = 0; r >= 0 && streq(cmd, "nodes") && i < l->n_nodes; i++)
                         r = print_node(&l->nodes[i]);
                 if (r >= 0 && streq(cmd, "format"))

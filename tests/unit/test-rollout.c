@@ -213,6 +213,16 @@ static void test_claims(void **state) {
                 {"IDLE+DRAIN", "disk replacement", 0, "20261202T172232Z", CLAIM_FOREIGN},
                 {"DOWN+NOT_RESPONDING", "Not responding", 0, NULL, CLAIM_FOREIGN},
                 {"IDLE+FAIL", "ecc", 0, NULL, CLAIM_FOREIGN},
+                /* settling: judged again, not at once */
+                {"IDLE+NOT_RESPONDING", "", 0, NULL, CLAIM_SETTLING},
+                {"IDLE+NOT_RESPONDING", "", 0, "20261202T172232Z", CLAIM_SETTLING},
+                {"COMPLETING", "", 0, NULL, CLAIM_SETTLING},
+                {"IDLE+COMPLETING", "", 0, NULL, CLAIM_AVAILABLE},
+                /* a reason, ours or not, is judged before the state */
+                {"IDLE+NOT_RESPONDING", "maintenance", 0, NULL, CLAIM_FOREIGN},
+                {"DOWN+NOT_RESPONDING", "aicr-enroot-rollout 20261202T172232Z: x", 0,
+                 "20261202T172232Z", CLAIM_OURS},
+                {"DOWN+NOT_RESPONDING", "", 0, NULL, CLAIM_FOREIGN},
         };
 
         for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
@@ -223,6 +233,52 @@ static void test_claims(void **state) {
         }
         assert_string_equal(node_claim_to_string(CLAIM_REPLACED), "replaced");
         assert_null(node_claim_to_string(_CLAIM_MAX));
+}
+
+static void test_settling(void **state) {
+        static const struct {
+                const char *state, *reason;
+                bool settling;
+        } rows[] = {
+                /* slurmctld after a RESUME, until the node answers its ping (idle*) */
+                {"IDLE+NOT_RESPONDING", "", true},
+                {"MIXED+NOT_RESPONDING", "", true},
+                {"ALLOCATED+NOT_RESPONDING", "", true},
+                /* the epilogs of the last jobs; sinfo's %T prints no base */
+                {"COMPLETING", "", true},
+                {"ALLOCATED+COMPLETING+NOT_RESPONDING", "", true},
+                {"IDLE+COMPLETING+NOT_RESPONDING", "", true},
+                /* flags that take nothing out of service do not change it */
+                {"IDLE+NOT_RESPONDING+RESERVED", "", true},
+                /* in service: nothing to wait for */
+                {"IDLE", "", false},
+                {"IDLE+COMPLETING", "", false},
+                {"ALLOCATED+COMPLETING", "", false},
+                /* out of service for more than the moment: at once */
+                {"DOWN", "", false},
+                {"DOWN+NOT_RESPONDING", "", false},
+                {"DOWN+COMPLETING", "", false},
+                {"IDLE+DRAIN+NOT_RESPONDING", "", false},
+                {"IDLE+DRAIN+COMPLETING", "", false},
+                {"IDLE+FAIL+NOT_RESPONDING", "", false},
+                {"IDLE+NOT_RESPONDING+MAINTENANCE", "", false},
+                {"IDLE+NOT_RESPONDING+POWERING_UP", "", false},
+                {"IDLE+NOT_RESPONDING+SOMETHING_NEW", "", false},
+                {"UNKNOWN+NOT_RESPONDING", "", false},
+                {"FUTURE+NOT_RESPONDING", "", false},
+                {"ERROR+COMPLETING", "", false},
+                /* a reason: someone's, judged at once */
+                {"IDLE+NOT_RESPONDING", "Not responding", false},
+                {"COMPLETING", "epilog error", false},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                SlurmNode n = node(rows[i].state, rows[i].reason, 0);
+
+                print_message("%s \"%s\"\n", rows[i].state, rows[i].reason);
+                assert_int_equal(rollout_node_is_settling(&n), rows[i].settling);
+        }
+        assert_string_equal(node_claim_to_string(CLAIM_SETTLING), "settling");
 }
 
 /* --- whether a condition is believed ----------------------------------------------------- */
@@ -407,9 +463,10 @@ static void test_pod_verify(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_pods),         cmocka_unit_test(test_list),
-                cmocka_unit_test(test_ids),          cmocka_unit_test(test_claims),
-                cmocka_unit_test(test_policy_check), cmocka_unit_test(test_pod_verify),
+                cmocka_unit_test(test_pods),       cmocka_unit_test(test_list),
+                cmocka_unit_test(test_ids),        cmocka_unit_test(test_claims),
+                cmocka_unit_test(test_settling),   cmocka_unit_test(test_policy_check),
+                cmocka_unit_test(test_pod_verify),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

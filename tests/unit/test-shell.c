@@ -582,11 +582,102 @@ static void test_arbitrary_bytes(void **state) {
         }
 }
 
+/* shell_split_words: each row's words joined by '|', or NULL and a piece of the reason. */
+static void test_split_rows(void **state) {
+        static const struct {
+                const char *text, *words, *reason;
+        } rows[] = {
+                {"kubectl exec -i -n slurm slurm-controller-0 -c slurmctld --",
+                 "kubectl|exec|-i|-n|slurm|slurm-controller-0|-c|slurmctld|--", NULL},
+                {"  a\t b \n c  ", "a|b|c", NULL},
+                {"kubectl --kubeconfig '/a b/c' x", "kubectl|--kubeconfig|/a b/c|x", NULL},
+                {"a \"b c\" d", "a|b c|d", NULL},
+                {"a \"q\\\"x\\\\y\\z\"", "a|q\"x\\y\\z", NULL},
+                {"a 'it'\\''s'", "a|it's", NULL},
+                {"a b\\ c", "a|b c", NULL},
+                {"a \\\nb", "a|b", NULL},
+                {"a '' b", "a||b", NULL},
+                {"a '$HOME' '*' 'x;y' '~' '#'", "a|$HOME|*|x;y|~|#", NULL},
+                {"a b#c d~e --x=f", "a|b#c|d~e|--x=f", NULL},
+                {"", NULL, "no words"},
+                {" \t\n", NULL, "no words"},
+                {"a 'b", NULL, "unterminated single quote"},
+                {"a \"b", NULL, "unterminated double quote"},
+                {"a b\\", NULL, "a backslash at the end"},
+                {"a $HOME", NULL, "$ or `"},
+                {"a \"$HOME\"", NULL, "$ or `"},
+                {"a `id`", NULL, "$ or `"},
+                {"a ; b", NULL, "unquoted ;"},
+                {"a|b", NULL, "unquoted ;"},
+                {"a >f", NULL, "unquoted ;"},
+                {"a *", NULL, "unquoted ;"},
+                {"a {b,c}", NULL, "unquoted ;"},
+                {"ssh h&", NULL, "unquoted ;"},
+                {"~/relay", NULL, "unquoted ~"},
+                {"a #comment", NULL, "unquoted #"},
+        };
+        unsigned failures = 0;
+
+        (void) state;
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                _cleanup_(shell_words_freep) char **words = NULL;
+                const char *message = NULL;
+                char joined[512] = "";
+                int r = shell_split_words(rows[i].text, &words, &message);
+
+                if (!rows[i].words) {
+                        if (r != -EINVAL || words || !message || !strstr(message, rows[i].reason))
+                                MISMATCH("split row %zu: r=%d message=%s", i, r,
+                                         message ? message : "(null)");
+                        continue;
+                }
+                if (r < 0) {
+                        MISMATCH("split row %zu: r=%d message=%s", i, r,
+                                 message ? message : "(null)");
+                        continue;
+                }
+                for (size_t k = 0; words[k]; k++) {
+                        if (k > 0)
+                                strcat(joined, "|");
+                        strcat(joined, words[k]);
+                }
+                if (strcmp(joined, rows[i].words) != 0)
+                        MISMATCH("split row %zu: got \"%s\", expected \"%s\"", i, joined,
+                                 rows[i].words);
+        }
+        assert_int_equal(failures, 0);
+}
+
+/* SHELL_MAX_WORDS words are split; one more is refused. */
+static void test_split_limit(void **state) {
+        char text[SHELL_MAX_WORDS * 2 + 3];
+        _cleanup_(shell_words_freep) char **words = NULL;
+        const char *message = NULL;
+        size_t n = 0;
+
+        (void) state;
+        for (size_t i = 0; i < SHELL_MAX_WORDS; i++) {
+                text[n++] = 'w';
+                text[n++] = ' ';
+        }
+        text[n] = '\0';
+        assert_int_equal(shell_split_words(text, &words, &message), 0);
+        assert_non_null(words[SHELL_MAX_WORDS - 1]);
+        assert_null(words[SHELL_MAX_WORDS]);
+        words = shell_words_free(words);
+        text[n++] = 'x';
+        text[n] = '\0';
+        assert_int_equal(shell_split_words(text, &words, &message), -EINVAL);
+        assert_null(words);
+        assert_string_equal(message, "too many words");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_syntax_rows),     cmocka_unit_test(test_syntax_corpus),
                 cmocka_unit_test(test_limits),          cmocka_unit_test(test_eval_rows),
-                cmocka_unit_test(test_arbitrary_bytes),
+                cmocka_unit_test(test_arbitrary_bytes), cmocka_unit_test(test_split_rows),
+                cmocka_unit_test(test_split_limit),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
