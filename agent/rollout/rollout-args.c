@@ -56,6 +56,8 @@ static void help(void) {
                "  --pod-timeout SECONDS     wait this long for each replacement (default 600)\n"
                "  --poll-interval MS        how often to look while waiting (default 2000)\n"
                "  --rollout-id ID           continue or abort this rollout\n"
+               "  --lease-duration SECONDS  how long the rollout's Lease (" ROLLOUT_LEASE_NAME ")\n"
+               "                            outlives a holder that stops renewing it (default %d)\n"
                "  --format text|json        json: a report on stdout, progress on stderr\n"
                "  --trust-unprotected-conditions\n"
                "                            believe every pod's condition, whoever wrote it\n"
@@ -66,7 +68,9 @@ static void help(void) {
                "                            are bound with Deny, and only when written since\n"
                "  --sinfo, --squeue, --scontrol PATH   the Slurm commands\n\n"
                "Exit status: 0 done or nothing to do; 1 plan/status: work to do, or blocked\n"
-               "(nothing changed); 2 bad option; 3 a step failed or timed out.\n");
+               "(nothing changed), or another rollout holds the Lease; 2 bad option; 3 a step\n"
+               "failed or timed out.\n",
+               ROLLOUT_LEASE_DEFAULT_SEC);
 }
 
 static int parse_seconds(const char *opt, const char *s, uint64_t unit, uint64_t *ret) {
@@ -99,6 +103,7 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                 {"pod-timeout", required_argument, NULL, 'P'},
                 {"poll-interval", required_argument, NULL, 'i'},
                 {"rollout-id", required_argument, NULL, 'r'},
+                {"lease-duration", required_argument, NULL, 'L'},
                 {"format", required_argument, NULL, 'f'},
                 {"trust-unprotected-conditions", no_argument, NULL, 'T'},
                 {"sinfo", required_argument, NULL, '1'},
@@ -120,6 +125,7 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                 .jobs_timeout_usec = 86400ull * 1000000u,
                 .pod_timeout_usec = 600ull * 1000000u,
                 .poll_usec = 2000ull * 1000u,
+                .lease_duration_sec = ROLLOUT_LEASE_DEFAULT_SEC,
                 .self = getenv("POD_NAME"),
         };
         optind = 0;
@@ -196,6 +202,16 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                                 return -EINVAL;
                         }
                         a->rollout_id = optarg;
+                        break;
+                case 'L':
+                        if (parse_seconds("--lease-duration", optarg, 1, &v) < 0)
+                                return -EINVAL;
+                        if (v > ROLLOUT_LEASE_MAX_SEC) {
+                                log_error("--lease-duration: more than %d seconds.",
+                                          ROLLOUT_LEASE_MAX_SEC);
+                                return -EINVAL;
+                        }
+                        a->lease_duration_sec = (int64_t) v;
                         break;
                 case 'f':
                         if (!streq(optarg, "text") && !streq(optarg, "json")) {
