@@ -57,7 +57,7 @@ static void help(void) {
                "  --poll-interval MS        how often to look while waiting (default 2000)\n"
                "  --rollout-id ID           continue or abort this rollout\n"
                "  --lease-duration SECONDS  how long the rollout's Lease (" ROLLOUT_LEASE_NAME ")\n"
-               "                            outlives a holder that stops renewing it (default %d)\n"
+               "                            outlives a holder that stopped renewing (default %d)\n"
                "  --format text|json        json: a report on stdout, progress on stderr\n"
                "  --trust-unprotected-conditions\n"
                "                            believe every pod's condition, whoever wrote it\n"
