@@ -30,10 +30,12 @@ static const char *str(const json_t *o, const char *key) {
         return json_string_value(json_object_get(o, key));
 }
 
-/* A MicroTime or Time, "2026-12-02T18:05:12[.ffffff]Z": seconds. */
+/* A MicroTime or Time, "2026-12-02T18:05:12[.ffffff]Z": microseconds since
+ * the epoch (digits past the sixth are dropped). */
 static bool parse_time(const char *s, int64_t *ret) {
         struct tm tm = {};
         const char *end;
+        int64_t frac = 0, scale = 100000;
 
         if (!s)
                 return false;
@@ -44,12 +46,12 @@ static bool parse_time(const char *s, int64_t *ret) {
                 end++;
                 if (*end < '0' || *end > '9')
                         return false;
-                while (*end >= '0' && *end <= '9')
-                        end++;
+                for (; *end >= '0' && *end <= '9'; end++, scale /= 10)
+                        frac += scale > 0 ? (*end - '0') * scale : 0;
         }
         if (!streq(end, "Z"))
                 return false;
-        *ret = (int64_t) timegm(&tm);
+        *ret = (int64_t) timegm(&tm) * 1000000 + frac;
         return true;
 }
 
@@ -116,8 +118,8 @@ int rollout_lease_parse(const json_t *lease, RolloutLease *ret, const char **ret
                 return -ENOMEM;
         if (str(spec, "acquireTime") && !(l.acquire_time = strdup(str(spec, "acquireTime"))))
                 return -ENOMEM;
-        if (!parse_time(l.renew_time, &l.renew_sec) && !parse_time(l.acquire_time, &l.renew_sec))
-                l.renew_sec = 0;
+        if (!parse_time(l.renew_time, &l.renew_usec) && !parse_time(l.acquire_time, &l.renew_usec))
+                l.renew_usec = 0;
         if (text) {
                 json_error_t err;
 
@@ -135,7 +137,7 @@ int rollout_lease_parse(const json_t *lease, RolloutLease *ret, const char **ret
         return 0;
 }
 
-LeaseOwner rollout_lease_owner(const RolloutLease *l, const char *me, int64_t now_sec) {
+LeaseOwner rollout_lease_owner(const RolloutLease *l, const char *me, int64_t now_usec) {
         if (!l->holder)
                 return LEASE_FREE;
         if (me && streq(l->holder, me))
@@ -143,7 +145,8 @@ LeaseOwner rollout_lease_owner(const RolloutLease *l, const char *me, int64_t no
         /* Without a duration or a renewal time it never expires: a holder
          * that wrote neither is not judged dead (client-go's leaderelection
          * reads them the same way). */
-        if (l->duration_sec > 0 && l->renew_sec > 0 && now_sec > l->renew_sec + l->duration_sec)
+        if (l->duration_sec > 0 && l->renew_usec > 0 &&
+            now_usec > l->renew_usec + l->duration_sec * 1000000)
                 return LEASE_EXPIRED;
         return LEASE_HELD;
 }

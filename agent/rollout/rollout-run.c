@@ -305,10 +305,6 @@ static int delete_pod(Rollout *r, const RolloutPod *p) {
  * The Lease: the rollout's record and its lock (rollout-lease.h). Every step
  * is written to it before it is taken; a run renews it while it waits. */
 
-static int64_t now_sec(void) {
-        return (int64_t) (now_usec(CLOCK_REALTIME) / 1000000u);
-}
-
 static char *lease_path(const Rollout *r, bool named) {
         char *p = NULL;
 
@@ -406,7 +402,9 @@ static const json_t *record_of(const Rollout *r) {
 }
 
 static LeaseOwner lease_owner(const Rollout *r) {
-        return r->lease_exists ? rollout_lease_owner(&r->lease, r->holder, now_sec()) : LEASE_FREE;
+        return r->lease_exists ? rollout_lease_owner(&r->lease, r->holder,
+                                                     (int64_t) now_usec(CLOCK_REALTIME))
+                               : LEASE_FREE;
 }
 
 /* When another live process holds the Lease: says so, returns true. */

@@ -51,7 +51,8 @@ const char *lease_owner_to_string(LeaseOwner o);
 typedef struct RolloutLease {
         char *holder;           /* spec.holderIdentity; NULL: none */
         int64_t duration_sec;   /* spec.leaseDurationSeconds; 0: none */
-        int64_t renew_sec;      /* spec.renewTime (else acquireTime), seconds since the epoch */
+        int64_t renew_usec;     /* spec.renewTime (else acquireTime), microseconds since the
+                                 * epoch; 0: neither */
         char *renew_time;       /* spec.renewTime as written, or NULL */
         char *acquire_time;     /* spec.acquireTime as written, or NULL */
         char *resource_version; /* metadata.resourceVersion */
@@ -66,8 +67,9 @@ void rollout_lease_done(RolloutLease *l);
  * -EBADMSG, -ENOMEM. */
 int rollout_lease_parse(const json_t *lease, RolloutLease *ret, const char **ret_error);
 
-/* Whose the Lease is for identity me at now_sec. */
-LeaseOwner rollout_lease_owner(const RolloutLease *l, const char *me, int64_t now_sec);
+/* Whose the Lease is for identity me at now_usec (CLOCK_REALTIME): expired
+ * only after renewTime + leaseDurationSeconds, to the microsecond. */
+LeaseOwner rollout_lease_owner(const RolloutLease *l, const char *me, int64_t now_usec);
 
 /* "2026-12-02T18:05:12.000000Z", a Kubernetes MicroTime. */
 #define ROLLOUT_MICROTIME_BYTES 28u

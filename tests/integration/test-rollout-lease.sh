@@ -184,14 +184,14 @@ reset_nodes
 section "two concurrent applies"
 ARRIVALS=$WORK/arrivals start_pods "0:True 1:True 2:False 3:True" True
 start_controller
-job=$(sbatch --parsable -w slinky-2 -N1 -o /dev/null --wrap 'sleep 10' 2>/dev/null) || job=
+job=$(sbatch --parsable -w slinky-2 -N1 -o /dev/null --wrap 'sleep 11' 2>/dev/null) || job=
 [ -n "$job" ] && wait_for 10 bash -c "squeue -h -j $job -o %T | grep -q RUNNING" || fail "the job did not start"
 # A short Lease, waited out: only the first apply's renewals keep it.
-bg_apply "$WORK/first.out" --lease-duration 2
+bg_apply "$WORK/first.out" --lease-duration 3
 first=$bg
 wait_for 20 bash -c "scontrol --oneliner show node slinky-2 | grep -q 'Reason=aicr-enroot-rollout'" ||
         fail "the first apply did not drain slinky-2: $(cat "$WORK/first.out")"
-sleep 3.2
+sleep 3.5
 before=$(sinfo -h -N -o '%N %T %E')
 rollout apply
 expect_rc 1 "the second apply"

@@ -23,6 +23,7 @@
 
 /* 2026-12-02T18:05:12Z */
 #define T0 1796234712
+#define S  INT64_C(1000000)
 
 typedef struct ParseRow {
         const char *name;
@@ -30,16 +31,16 @@ typedef struct ParseRow {
         int ret;
         const char *error; /* substring, on failure */
         const char *holder;
-        int64_t renew_sec;
+        int64_t renew_usec;
         bool record;
-        LeaseOwner owner_at_t0, owner_later; /* for "me", at T0 + 10 and T0 + 31 */
+        LeaseOwner owner_at_t0, owner_later; /* for "me", at T0 + 10 s and T0 + 31 s */
 } ParseRow;
 
 static const ParseRow parse_rows[] = {
         {"held, renewed at T0", LEASE(HELD("other", "2026-12-02T18:05:12.000000Z"), ANN(REC(""))),
-         0, NULL, "other", T0, true, LEASE_HELD, LEASE_EXPIRED},
-        {"ours", LEASE(HELD("me", "2026-12-02T18:05:12.5Z"), ANN(REC(""))), 0, NULL, "me", T0, true,
-         LEASE_OURS, LEASE_OURS},
+         0, NULL, "other", T0 *S, true, LEASE_HELD, LEASE_EXPIRED},
+        {"ours", LEASE(HELD("me", "2026-12-02T18:05:12.5Z"), ANN(REC(""))), 0, NULL, "me",
+         T0 *S + 500000, true, LEASE_OURS, LEASE_OURS},
         {"released: no holder", LEASE("\"leaseDurationSeconds\":30", ANN(REC(""))), 0, NULL, NULL,
          0, true, LEASE_FREE, LEASE_FREE},
         {"empty holder is none", LEASE("\"holderIdentity\":\"\"", ""), 0, NULL, NULL, 0, false,
@@ -48,10 +49,10 @@ static const ParseRow parse_rows[] = {
          LEASE("\"holderIdentity\":\"other\",\"leaseDurationSeconds\":30,\"acquireTime\":\"2026-12-"
                "02T18:05:12Z\"",
                ""),
-         0, NULL, "other", T0, false, LEASE_HELD, LEASE_EXPIRED},
+         0, NULL, "other", T0 *S, false, LEASE_HELD, LEASE_EXPIRED},
         {"no duration never expires",
          LEASE("\"holderIdentity\":\"other\",\"renewTime\":\"2026-12-02T18:05:12Z\"", ""), 0, NULL,
-         "other", T0, false, LEASE_HELD, LEASE_HELD},
+         "other", T0 *S, false, LEASE_HELD, LEASE_HELD},
         {"steps of each kind",
          LEASE(HELD("other", "2026-12-02T18:05:12Z"),
                ANN(REC("{\\\"step\\\":\\\"drain\\\",\\\"node\\\":\\\"n0\\\"},"
@@ -59,7 +60,7 @@ static const ParseRow parse_rows[] = {
                        "\\\"role\\\":\\\"worker\\\",\\\"node\\\":\\\"n0\\\"},"
                        "{\\\"step\\\":\\\"ready\\\",\\\"pod\\\":\\\"p0\\\",\\\"uid\\\":\\\"u0\\\"},"
                        "{\\\"step\\\":\\\"resume\\\",\\\"node\\\":\\\"n0\\\"}"))),
-         0, NULL, "other", T0, true, LEASE_HELD, LEASE_EXPIRED},
+         0, NULL, "other", T0 *S, true, LEASE_HELD, LEASE_EXPIRED},
         {"no resourceVersion", "{\"metadata\":{\"name\":\"x\"},\"spec\":{}}", -EBADMSG,
          "resourceVersion", NULL, 0, false, 0, 0},
         {"record not JSON", LEASE(HELD("o", "2026-12-02T18:05:12Z"), ANN("{nope")), -EBADMSG,
@@ -109,13 +110,19 @@ static void test_parse(void **state) {
                         assert_string_equal(l.holder, row->holder);
                 else
                         assert_null(l.holder);
-                assert_int_equal(l.renew_sec, row->renew_sec);
+                assert_int_equal(l.renew_usec, row->renew_usec);
                 assert_int_equal(l.record != NULL, row->record);
-                assert_int_equal(rollout_lease_owner(&l, "me", T0 + 10), row->owner_at_t0);
-                assert_int_equal(rollout_lease_owner(&l, "me", T0 + 31), row->owner_later);
-                /* exactly at the end of the duration it is still held */
-                if (row->owner_at_t0 == LEASE_HELD && row->owner_later == LEASE_EXPIRED)
-                        assert_int_equal(rollout_lease_owner(&l, "me", T0 + 30), LEASE_HELD);
+                assert_int_equal(rollout_lease_owner(&l, "me", (T0 + 10) * S), row->owner_at_t0);
+                assert_int_equal(rollout_lease_owner(&l, "me", (T0 + 31) * S), row->owner_later);
+                /* exactly at the end of the duration it is still held, a
+                 * microsecond later not: the fraction of the renewal counts */
+                if (row->owner_at_t0 == LEASE_HELD && row->owner_later == LEASE_EXPIRED) {
+                        assert_int_equal(rollout_lease_owner(&l, "me", row->renew_usec + 30 * S),
+                                         LEASE_HELD);
+                        assert_int_equal(
+                                rollout_lease_owner(&l, "me", row->renew_usec + 30 * S + 1),
+                                LEASE_EXPIRED);
+                }
                 rollout_lease_done(&l);
                 json_decref(j);
         }
@@ -163,7 +170,7 @@ static void test_round_trip(void **state) {
         assert_string_equal(l.holder, "host_1_2");
         assert_string_equal(l.resource_version, "5");
         assert_int_equal(l.duration_sec, 30);
-        assert_int_equal(l.renew_sec, T0);
+        assert_int_equal(l.renew_usec, T0 * S);
         assert_true(json_equal(l.record, rec));
         assert_string_equal(rollout_record_id(l.record), "20261202T180512Z");
         rollout_lease_done(&l);
