@@ -145,7 +145,7 @@ grep -q "^[0-9:]* rollout $id (in progress)" "$WORK/second.out" && pass ||
 expect_replaced() { [ "$(replaced)" = "$2" ] && pass || fail "$1: nodes replaced: '$(replaced)', expected '$2'"; }
 expect_replaced "after the kill" "slinky-0 "
 wait_for 10 all_idle && pass || fail "not back in service: $(sinfo -N -o '%N %T %E')"
-[ "$(holder)" = none ] && [ "$(record | jq -r .state)" = done ] && pass ||
+[ "$(holder)" = none ] && [ "$(record | jq -r .state)" = "done" ] && pass ||
         fail "the Lease is not released as done: $(holder) $(record)"
 [ "$(record | jq -r '[.steps[] | .step] | join(",")')" = drain,delete,ready,resume ] && pass ||
         fail "the record's steps: $(record | jq -c .steps)"
