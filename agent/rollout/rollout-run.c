@@ -1387,8 +1387,9 @@ int rollout_run(Rollout *r) {
                     strempty(r->lease.holder), strnull(rollout_record_id(r->lease.record)),
                     strnull(rollout_record_state(r->lease.record)), strnull(r->lease.renew_time));
         /* apply judges the nodes once they settled; plan and status say which
-         * are settling. */
-        if (a->action == ACTION_APPLY && settle(r, NULL, 0) < 0)
+         * are settling. While another live run holds the Lease, apply says
+         * busy at once: that run is the one to wait for them. */
+        if (a->action == ACTION_APPLY && lease_owner(r) != LEASE_HELD && settle(r, NULL, 0) < 0)
                 return finish(r, EXIT_ROLLOUT_FAILED, "failed: could not read the cluster");
         describe(r);
         work = count_work(r);
