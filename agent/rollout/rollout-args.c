@@ -63,6 +63,8 @@ static void help(void) {
                "                            blocking (default %u; 0: at once). DOWN, DRAIN,\n"
                "                            FAIL and other reasons block at once\n"
                "  --rollout-id ID           continue or abort this rollout\n"
+               "  --lease-duration SECONDS  how long the rollout's Lease (" ROLLOUT_LEASE_NAME ")\n"
+               "                            outlives a holder that stopped renewing (default %d)\n"
                "  --format text|json        json: a report on stdout, progress on stderr\n"
                "  --trust-unprotected-conditions\n"
                "                            believe every pod's condition, whoever wrote it\n"
@@ -81,8 +83,9 @@ static void help(void) {
                "                            unchanged (kubectl exec does, ssh does not: this is\n"
                "                            checked first), and the far side needs env(1)\n\n"
                "Exit status: 0 done or nothing to do; 1 plan/status: work to do, or blocked\n"
-               "(nothing changed); 2 bad option; 3 a step failed or timed out.\n",
-               ROLLOUT_SETTLE_SEC);
+               "(nothing changed), or another rollout holds the Lease; 2 bad option; 3 a step\n"
+               "failed or timed out.\n",
+               ROLLOUT_SETTLE_SEC, ROLLOUT_LEASE_DEFAULT_SEC);
 }
 
 static int parse_seconds(const char *opt, const char *s, uint64_t unit, uint64_t *ret) {
@@ -116,6 +119,7 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                 {"poll-interval", required_argument, NULL, 'i'},
                 {"settle-timeout", required_argument, NULL, 'W'},
                 {"rollout-id", required_argument, NULL, 'r'},
+                {"lease-duration", required_argument, NULL, 'L'},
                 {"format", required_argument, NULL, 'f'},
                 {"trust-unprotected-conditions", no_argument, NULL, 'T'},
                 {"sinfo", required_argument, NULL, '1'},
@@ -139,6 +143,7 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                 .pod_timeout_usec = 600ull * 1000000u,
                 .poll_usec = 2000ull * 1000u,
                 .settle_usec = ROLLOUT_SETTLE_SEC * 1000000ull,
+                .lease_duration_sec = ROLLOUT_LEASE_DEFAULT_SEC,
                 .self = getenv("POD_NAME"),
         };
         optind = 0;
@@ -223,6 +228,16 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                                 return -EINVAL;
                         }
                         a->rollout_id = optarg;
+                        break;
+                case 'L':
+                        if (parse_seconds("--lease-duration", optarg, 1, &v) < 0)
+                                return -EINVAL;
+                        if (v > ROLLOUT_LEASE_MAX_SEC) {
+                                log_error("--lease-duration: more than %d seconds.",
+                                          ROLLOUT_LEASE_MAX_SEC);
+                                return -EINVAL;
+                        }
+                        a->lease_duration_sec = (int64_t) v;
                         break;
                 case 'f':
                         if (!streq(optarg, "text") && !streq(optarg, "json")) {

@@ -19,6 +19,7 @@
  */
 #include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "kube.h"
@@ -26,6 +27,7 @@
 #include "options.h"
 #include "print.h"
 #include "rollout-cmd.h"
+#include "rollout-lease.h"
 #include "rollout.h"
 #include "slurm-client.h"
 #include "timeutil.h"
@@ -116,8 +118,9 @@ static int answer_error(const Rollout *r, const char *method, const char *path,
                 res->status == 401   ? ". The API server does not accept the credentials: the "
                                        "token in --serviceaccount-dir, or kubectl proxy's "
                                        "own login"
-                : res->status == 403 ? ". The rollout needs list, get and delete on pods in "
-                                       "namespace "
+                : res->status == 403 ? ". The rollout needs list, get and delete on pods, and "
+                                       "get, create and update on the Lease " ROLLOUT_LEASE_NAME
+                                       ", in namespace "
                                      : "",
                 res->status == 403 ? r->namespace : "");
 }
@@ -299,6 +302,250 @@ static int delete_pod(Rollout *r, const RolloutPod *p) {
 }
 
 /* ---------------------------------------------------------------------------
+ * The Lease: the rollout's record and its lock (rollout-lease.h). Every step
+ * is written to it before it is taken; a run renews it while it waits. */
+
+static char *lease_path(const Rollout *r, bool named) {
+        char *p = NULL;
+
+        if (asprintf(&p, "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s", r->namespace,
+                     named ? "/" ROLLOUT_LEASE_NAME : "") < 0)
+                return NULL;
+        return p;
+}
+
+static int lease_take_answer(Rollout *r, const char *method, const char *path,
+                             const KubeResult *res) {
+        _cleanup_(json_decrefp) json_t *o = json_loadb(res->body, res->body_len, 0, NULL);
+        RolloutLease l = {};
+        const char *error = "not JSON";
+        int k = o ? rollout_lease_parse(o, &l, &error) : -EBADMSG;
+
+        if (k == -ENOMEM)
+                return log_oom();
+        if (k < 0)
+                return log_error_errno(k,
+                                       "%s %s%s: the Lease is not a rollout's record: %s. Look at "
+                                       "it with `kubectl get lease -n %s " ROLLOUT_LEASE_NAME
+                                       " -o yaml`; delete it only when no rollout is under way.",
+                                       method, r->api_url, path, error, r->namespace);
+        rollout_lease_done(&r->lease);
+        r->lease = l;
+        r->lease_exists = true;
+        return 0;
+}
+
+/* Reads the Lease into r->lease (r->lease_exists false when there is none). */
+static int read_lease(Rollout *r) {
+        _cleanup_(kube_result_done) KubeResult res = {};
+        _cleanup_free_ char *path = lease_path(r, true);
+        int k;
+
+        if (!path)
+                return log_oom();
+        k = kube_request(r, KUBE_VERB_GET, "GET", path, NULL, &res);
+        if (k < 0)
+                return k;
+        if (res.status == 404) {
+                rollout_lease_done(&r->lease);
+                r->lease_exists = false;
+                return 0;
+        }
+        if (res.status != 200)
+                return answer_error(r, "GET", path, &res);
+        return lease_take_answer(r, "GET", path, &res);
+}
+
+/* Writes the Lease, held by holder (NULL: released) with record: a create
+ * when there is none, else an update from the resourceVersion last read, so
+ * that a writer in between makes it fail. Returns 1, 0 when another wrote
+ * first (409: AlreadyExists or Conflict), or a failure (logged). */
+static int write_lease(Rollout *r, const char *holder, const json_t *record) {
+        _cleanup_(kube_result_done) KubeResult res = {};
+        _cleanup_(json_decrefp) json_t *o = NULL;
+        _cleanup_free_ char *path = lease_path(r, r->lease_exists), *body = NULL;
+        const char *method = r->lease_exists ? "PUT" : "POST";
+        int k;
+
+        o = rollout_lease_object(r->namespace, holder, r->args->lease_duration_sec,
+                                 r->lease_held ? r->lease.acquire_time : NULL,
+                                 now_usec(CLOCK_REALTIME),
+                                 r->lease_exists ? r->lease.resource_version : NULL, record);
+        body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        if (!path || !body)
+                return log_oom();
+        /* an update counts with the other in-place writes */
+        k = kube_request(r, r->lease_exists ? KUBE_VERB_PATCH : KUBE_VERB_CREATE, method, path,
+                         body, &res);
+        if (k < 0)
+                return k;
+        if (res.status == 409)
+                return 0;
+        if (res.status != 200 && res.status != 201)
+                return answer_error(r, method, path, &res);
+        k = lease_take_answer(r, method, path, &res);
+        if (k < 0)
+                return k;
+        r->lease_written_usec = now_usec(CLOCK_MONOTONIC);
+        return 1;
+}
+
+/* The record of the rollout this run works on: the one it writes, else the
+ * Lease's when it is this rollout's and not finished. Borrowed; may be NULL. */
+static const json_t *record_of(const Rollout *r) {
+        if (r->record)
+                return r->record;
+        if (r->lease_exists && rollout_record_running(r->lease.record) &&
+            streq_ptr(rollout_record_id(r->lease.record), r->id))
+                return r->lease.record;
+        return NULL;
+}
+
+static LeaseOwner lease_owner(const Rollout *r) {
+        return r->lease_exists ? rollout_lease_owner(&r->lease, r->holder,
+                                                     (int64_t) now_usec(CLOCK_REALTIME))
+                               : LEASE_FREE;
+}
+
+/* When another live process holds the Lease: says so, returns true. */
+static bool lease_busy(Rollout *r) {
+        if (lease_owner(r) != LEASE_HELD)
+                return false;
+        say(r,
+            "busy: the Lease %s/" ROLLOUT_LEASE_NAME " is held by %s (rollout %s, renewed %s, "
+            "for %llds): another rollout runs. Nothing was changed.",
+            r->namespace, r->lease.holder, strnull(rollout_record_id(r->lease.record)),
+            strnull(r->lease.renew_time), (long long) r->lease.duration_sec);
+        step(r, "lease", ROLLOUT_LEASE_NAME, "busy", r->lease.holder);
+        return true;
+}
+
+/* Takes the Lease for this run: a free or expired one (taken over: its
+ * record goes on), never one another live process holds. Returns 0,
+ * -EBUSY (said), or a failure. */
+static int lease_acquire(Rollout *r) {
+        const json_t *rec = r->lease_exists ? r->lease.record : NULL;
+        _cleanup_(json_decrefp) json_t *record = NULL;
+        LeaseOwner o = lease_owner(r);
+        int k;
+
+        if (lease_busy(r))
+                return -EBUSY;
+        if (rollout_record_running(rec) && !streq_ptr(rollout_record_id(rec), r->id)) {
+                say(r,
+                    "busy: the Lease records rollout %s, not finished: continue it (`rollout "
+                    "apply` without --rollout-id) or abort it first. Nothing was changed.",
+                    rollout_record_id(rec));
+                return -EBUSY;
+        }
+        if (o == LEASE_EXPIRED)
+                say(r,
+                    "lease: taking over from %s, which stopped renewing it at %s (more than %llds "
+                    "ago)",
+                    r->lease.holder, strnull(r->lease.renew_time),
+                    (long long) r->lease.duration_sec);
+        record = rollout_record_running(rec) ? json_deep_copy(rec) : rollout_record_new(r->id);
+        if (!record)
+                return log_oom();
+        k = write_lease(r, r->holder, record);
+        if (k < 0)
+                return k;
+        if (k == 0) {
+                say(r,
+                    "busy: another rollout took the Lease %s/" ROLLOUT_LEASE_NAME
+                    " first (409). Nothing was changed.",
+                    r->namespace);
+                step(r, "lease", ROLLOUT_LEASE_NAME, "busy", NULL);
+                return -EBUSY;
+        }
+        json_decref(r->record);
+        r->record = TAKE_PTR(record);
+        r->lease_held = true;
+        step(r, "lease", ROLLOUT_LEASE_NAME, "acquired", r->holder);
+        return 0;
+}
+
+static int lease_lost(Rollout *r) {
+        r->lease_held = false;
+        return log_error_errno(-EBUSY,
+                               "Lost the Lease %s/" ROLLOUT_LEASE_NAME
+                               ": another process wrote it (this run stopped renewing it for "
+                               "longer than --lease-duration). Stopping here.",
+                               r->namespace);
+}
+
+/* Write-ahead: records step (stolen) in the Lease before it is taken. A
+ * no-op when this run does not hold it. */
+static int lease_note(Rollout *r, json_t *s) {
+        int k;
+
+        if (!r->lease_held) {
+                json_decref(s);
+                return 0;
+        }
+        k = rollout_record_add(r->record, s);
+        if (k == -E2BIG)
+                return log_error_errno(k,
+                                       "The Lease's record is full (%u steps, %u bytes): finish "
+                                       "this rollout in parts (--exclude).",
+                                       ROLLOUT_LEASE_MAX_STEPS, ROLLOUT_LEASE_MAX_BYTES);
+        if (k < 0)
+                return log_oom();
+        k = write_lease(r, r->holder, r->record);
+        return k < 0 ? k : k == 0 ? lease_lost(r) : 0;
+}
+
+/* Renews the Lease at a third of its duration. */
+static int lease_renew(Rollout *r) {
+        int k;
+
+        if (!r->lease_held || now_usec(CLOCK_MONOTONIC) - r->lease_written_usec <
+                                      (uint64_t) r->args->lease_duration_sec * 1000000u / 3u)
+                return 0;
+        k = write_lease(r, r->holder, r->record);
+        return k < 0 ? k : k == 0 ? lease_lost(r) : 0;
+}
+
+/* Releases the Lease: no holder, the record kept with state (NULL: as it is,
+ * running, for a later run to continue). */
+static int lease_release(Rollout *r, const char *state) {
+        int k;
+
+        if (!r->lease_held)
+                return 0;
+        if (state && rollout_record_set_state(r->record, state) < 0)
+                return log_oom();
+        k = write_lease(r, NULL, r->record);
+        r->lease_held = false;
+        return k < 0 ? k : k == 0 ? lease_lost(r) : 0;
+}
+
+/* Between two looks while waiting: the Lease renewed, then the poll interval. */
+static int poll_wait(Rollout *r) {
+        int k = lease_renew(r);
+
+        if (k < 0)
+                return k;
+        sleep_usec(r->args->poll_usec);
+        return 0;
+}
+
+static void lease_report(Rollout *r) {
+        if (!r->lease_exists) {
+                (void) json_object_set_new(r->report, "lease", json_null());
+                return;
+        }
+        (void) json_object_set_new(r->report, "lease",
+                                   json_pack("{s:s, s:s?, s:s?, s:s?, s:I, s:s, s:O?}", "name",
+                                             ROLLOUT_LEASE_NAME, "holder", r->lease.holder,
+                                             "acquire_time", r->lease.acquire_time, "renew_time",
+                                             r->lease.renew_time, "duration_seconds",
+                                             (json_int_t) r->lease.duration_sec, "owner",
+                                             lease_owner_to_string(lease_owner(r)), "record",
+                                             r->record ? r->record : r->lease.record));
+}
+
+/* ---------------------------------------------------------------------------
  * Slurm */
 
 static int read_nodes(Rollout *r) {
@@ -345,6 +592,13 @@ static int load(Rollout *r) {
         char found[ROLLOUT_ID_BYTES] = "";
         int k;
 
+        k = read_lease(r);
+        if (k < 0)
+                return k;
+        /* The Lease knows an interrupted rollout even where the preStop
+         * hook has overwritten every reason it set. */
+        if (r->lease_exists && rollout_record_running(r->lease.record))
+                (void) snprintf(found, sizeof found, "%s", rollout_record_id(r->lease.record));
         k = read_trust(r);
         if (k < 0)
                 return k;
@@ -364,8 +618,9 @@ static int load(Rollout *r) {
                         continue;
                 if (found[0] && !streq(found, id))
                         return log_error_errno(-EBUSY,
-                                               "Nodes carry the reasons of two rollouts, %s and "
-                                               "%s: finish or abort one with --rollout-id.",
+                                               "The Lease and the nodes' reasons name two "
+                                               "rollouts, %s and %s: finish or abort one with "
+                                               "--rollout-id.",
                                                found, id);
                 memcpy(found, id, sizeof found);
         }
@@ -453,9 +708,16 @@ static size_t report_blockers(Rollout *r) {
         return n;
 }
 
+/* A pod this rollout has deleted (its Lease says), whatever it looks like
+ * now: it is never deleted again. */
+static bool deleted_already(const Rollout *r, const RolloutPod *p) {
+        const json_t *rec = record_of(r);
+        return rec && rollout_record_has(rec, "delete", "pod", p->name, p->uid);
+}
+
 static bool wanted(const Rollout *r, const RolloutPod *p) {
         return p->verdict == VERDICT_STALE && !excluded(r, p->node) &&
-               !(r->args->self && streq(r->args->self, p->name));
+               !(r->args->self && streq(r->args->self, p->name)) && !deleted_already(r, p);
 }
 
 /* The nodes this rollout holds (drained with its reason, or replaced). */
@@ -482,6 +744,11 @@ static size_t count_work(const Rollout *r) {
                         n += wanted(r, &r->pods[role][i]);
         for (size_t i = 0; i < r->nodes->n_nodes; i++)
                 n += held(r, &r->nodes->nodes[i]);
+        if (record_of(r)) {
+                json_t *pending = rollout_record_pending(record_of(r));
+                n += json_array_size(pending);
+                json_decref(pending);
+        }
         return n;
 }
 
@@ -491,14 +758,15 @@ static void describe(Rollout *r) {
         for (RolloutRole role = 0; role < _ROLE_MAX; role++)
                 for (size_t i = 0; i < r->n_pods[role]; i++) {
                         const RolloutPod *p = &r->pods[role][i];
-                        const char *action = wanted(r, p)                    ? "replace"
-                                             : p->verdict == VERDICT_CURRENT ? "keep"
-                                             : r->args->self && streq(r->args->self, p->name)
-                                                     ? "skip (runs this rollout)"
-                                             : excluded(r, p->node) ? "skip (excluded)"
-                                             : p->verdict == VERDICT_UNVERIFIED
-                                                     ? "skip (unverified)"
-                                                     : "skip (unknown)";
+                        const char *action =
+                                wanted(r, p)                    ? "replace"
+                                : deleted_already(r, p)         ? "wait (deleted by this rollout)"
+                                : p->verdict == VERDICT_CURRENT ? "keep"
+                                : r->args->self && streq(r->args->self, p->name)
+                                        ? "skip (runs this rollout)"
+                                : excluded(r, p->node)             ? "skip (excluded)"
+                                : p->verdict == VERDICT_UNVERIFIED ? "skip (unverified)"
+                                                                   : "skip (unknown)";
 
                         say(r, "  %-6s %-32s %-20s %-10s %s (%s)", rollout_role_to_string(role),
                             p->name, strempty(p->node), pod_verdict_to_string(p->verdict), action,
@@ -551,7 +819,8 @@ static bool named(char *const *names, size_t n, const char *name) {
 
 /* Slurm's transient states: while one of the nodes (names[0..n), or every
  * node not excluded when names is NULL) is only settling and none of them is
- * blocked for good, reads the nodes again every --poll-interval, for at most
+ * blocked for good, reads the nodes again every --poll-interval (the Lease
+ * renewed in between, poll_wait()), for at most
  * --settle-timeout. Nodes still settling then count as blocking
  * (r->settle_expired). Returns 0, or the failure to read the nodes. */
 static int settle(Rollout *r, char *const *names, size_t n) {
@@ -596,8 +865,9 @@ static int settle(Rollout *r, char *const *names, size_t n) {
                             settling, first->name, first->state,
                             (unsigned long long) (r->args->settle_usec / 1000000u));
                 waited = true;
-                sleep_usec(r->args->poll_usec);
-                k = read_nodes(r);
+                k = poll_wait(r);
+                if (k >= 0)
+                        k = read_nodes(r);
                 if (k < 0)
                         return k;
         }
@@ -633,7 +903,9 @@ static int wait_jobs(Rollout *r, char **names, size_t n) {
                             active, jobs->jobs[0].job_id, jobs->jobs[0].state, jobs->jobs[0].nodes);
                         said = now_usec(CLOCK_MONOTONIC);
                 }
-                sleep_usec(r->args->poll_usec);
+                k = poll_wait(r);
+                if (k < 0)
+                        return k;
         }
 }
 
@@ -680,7 +952,9 @@ static int wait_replacement(Rollout *r, const RolloutPod *old, const SlurmNode *
                             old->name, missing);
                         return -ETIME;
                 }
-                sleep_usec(r->args->poll_usec);
+                k = poll_wait(r);
+                if (k < 0)
+                        return k;
         }
 }
 
@@ -707,7 +981,9 @@ static int wait_login(Rollout *r, const RolloutPod *old, size_t ready_before) {
                         say(r, "Timed out waiting for the replacement of login pod %s.", old->name);
                         return -ETIME;
                 }
-                sleep_usec(r->args->poll_usec);
+                k = poll_wait(r);
+                if (k < 0)
+                        return k;
         }
 }
 
@@ -728,6 +1004,10 @@ static int replace_worker(Rollout *r, const RolloutPod *p) {
         if (n)
                 before = (SlurmNode){.boot_time_sec = n->boot_time_sec,
                                      .slurmd_start_time_sec = n->slurmd_start_time_sec};
+        k = lease_note(r, json_pack("{s:s, s:s, s:s, s:s, s:s}", "step", "delete", "pod", p->name,
+                                    "uid", p->uid, "node", p->node, "role", "worker"));
+        if (k < 0)
+                return k;
         k = delete_pod(r, p);
         if (k >= 0)
                 k = wait_replacement(r, p, n ? &before : NULL);
@@ -738,6 +1018,9 @@ static int replace_worker(Rollout *r, const RolloutPod *p) {
         /* The preStop hook left it DOWN with its own reason: hold it with ours
          * until the resume, so a later run knows it. */
         k = set_nodes(r, &name, 1, true);
+        if (k >= 0)
+                k = lease_note(r, json_pack("{s:s, s:s, s:s}", "step", "ready", "pod", p->name,
+                                            "uid", p->uid));
         if (k < 0)
                 return k;
         step(r, "replace", p->name, "done", p->node);
@@ -781,7 +1064,9 @@ static int do_workers(Rollout *r, RolloutPod *const *batch, size_t n) {
                         step(r, "drain", names[i], "blocked", node ? node->reason : NULL);
                         return -EBUSY;
                 }
-                k = set_nodes(r, &names[i], 1, true);
+                k = lease_note(r, json_pack("{s:s, s:s}", "step", "drain", "node", names[i]));
+                if (k >= 0)
+                        k = set_nodes(r, &names[i], 1, true);
                 if (k < 0) {
                         step(r, "drain", names[i], "failed", NULL);
                         return k;
@@ -821,7 +1106,9 @@ static int wait_responding(Rollout *r, char **names, size_t n) {
                         say(r, "  %zu resumed node(s) still not responding to slurmctld.", waiting);
                         return 0;
                 }
-                sleep_usec(r->args->poll_usec);
+                k = poll_wait(r);
+                if (k < 0)
+                        return k;
         }
 }
 
@@ -869,8 +1156,14 @@ static int resume_held(Rollout *r, bool only_unreplaced) {
                 free(names);
                 return 0;
         }
-        for (size_t i = 0; i < m; i++)
+        for (size_t i = 0; i < m; i++) {
                 say(r, "resume: node %s", names[i]);
+                k = lease_note(r, json_pack("{s:s, s:s}", "step", "resume", "node", names[i]));
+                if (k < 0) {
+                        slurm_names_free(names);
+                        return k;
+                }
+        }
         k = set_nodes(r, names, m, false);
         for (size_t i = 0; i < m; i++)
                 step(r, "resume", names[i], k < 0 ? "failed" : "done", NULL);
@@ -880,17 +1173,90 @@ static int resume_held(Rollout *r, bool only_unreplaced) {
         return k;
 }
 
+/* The steps an interrupted run began and did not finish: each pod it deleted
+ * (its Lease says) whose replacement it did not see. Waits for each
+ * replacement as the run would have; deletes again only a pod that still has
+ * the recorded UID and is not terminating (the DELETE never landed), under
+ * the same UID precondition, never a replacement. */
+static int finish_pending(Rollout *r) {
+        _cleanup_(json_decrefp) json_t *pending = rollout_record_pending(r->record);
+        json_t *s;
+        size_t i;
+
+        if (!pending)
+                return log_oom();
+        json_array_foreach(pending, i, s) {
+                const char *role_name = json_string_value(json_object_get(s, "role"));
+                RolloutRole role = streq_ptr(role_name, "login") ? ROLE_LOGIN : ROLE_WORKER;
+                _cleanup_(rollout_pod_done) RolloutPod old = {.role = role};
+                _cleanup_(rollout_pod_done) RolloutPod now = {};
+                const char *node = json_string_value(json_object_get(s, "node"));
+                int k;
+
+                old.name = strdup(json_string_value(json_object_get(s, "pod")));
+                old.uid = strdup(json_string_value(json_object_get(s, "uid")));
+                old.node = node ? strdup(node) : NULL;
+                if (!old.name || !old.uid || (node && !old.node))
+                        return log_oom();
+                if (role == ROLE_WORKER && !old.node)
+                        return log_error_errno(-EBADMSG,
+                                               "The Lease records worker pod %s without its "
+                                               "node.",
+                                               old.name);
+                say(r,
+                    "continue: pod %s (uid %s) was deleted by this rollout; waiting for its "
+                    "replacement",
+                    old.name, old.uid);
+                k = get_pod(r, old.name, role, &now);
+                if (k > 0 && streq(now.uid, old.uid) && !now.terminating)
+                        k = delete_pod(r, &old);
+                if (k >= 0 && role == ROLE_WORKER)
+                        k = wait_replacement(r, &old, NULL);
+                else if (k >= 0)
+                        k = wait_login(
+                                r, &old,
+                                (size_t) json_integer_value(json_object_get(s, "ready_before")));
+                /* hold the node with this rollout's reason until the resume */
+                if (k >= 0 && role == ROLE_WORKER)
+                        k = set_nodes(r, &old.node, 1, true);
+                if (k >= 0)
+                        k = lease_note(r, json_pack("{s:s, s:s, s:s}", "step", "ready", "pod",
+                                                    old.name, "uid", old.uid));
+                step(r, "replace", old.name,
+                     k == -ETIME ? "timeout"
+                     : k < 0     ? "failed"
+                                 : "done",
+                     old.node);
+                if (k < 0)
+                        return k;
+                say(r, "  pod %s replaced", old.name);
+        }
+        return 0;
+}
+
 static int apply(Rollout *r) {
-        RolloutPod *copies = calloc(r->n_pods[ROLE_WORKER] + 1, sizeof(RolloutPod));
-        _cleanup_free_ RolloutPod **workers =
-                calloc(r->n_pods[ROLE_WORKER] + 1, sizeof(RolloutPod *));
+        RolloutPod *copies = NULL;
+        _cleanup_free_ RolloutPod **workers = NULL;
         size_t n = 0, ready_logins = 0;
-        int k = 0;
+        int k;
+
+        /* First what an interrupted run began, then a fresh view of what
+         * finishing it changed. */
+        k = finish_pending(r);
+        if (k >= 0)
+                k = list_pods(r, ROLE_WORKER);
+        if (k >= 0)
+                k = list_pods(r, ROLE_LOGIN);
+        if (k < 0)
+                return k;
+        copies = calloc(r->n_pods[ROLE_WORKER] + 1, sizeof(RolloutPod));
+        workers = calloc(r->n_pods[ROLE_WORKER] + 1, sizeof(RolloutPod *));
 
         if (!copies || !workers) {
                 free(copies);
                 return log_oom();
         }
+
         /* Copies: waiting reads the pods again, which replaces r->pods. */
         for (size_t i = 0; i < r->n_pods[ROLE_WORKER] && k >= 0; i++) {
                 const RolloutPod *p = &r->pods[ROLE_WORKER][i];
@@ -934,9 +1300,16 @@ static int apply(Rollout *r) {
                 if (!p.name || !p.uid)
                         return log_oom();
                 say(r, "replace: login pod %s", p.name);
-                k = delete_pod(r, &p);
+                k = lease_note(r, json_pack("{s:s, s:s, s:s, s:s, s:I}", "step", "delete", "pod",
+                                            p.name, "uid", p.uid, "role", "login", "ready_before",
+                                            (json_int_t) ready_logins));
+                if (k >= 0)
+                        k = delete_pod(r, &p);
                 if (k >= 0)
                         k = wait_login(r, &p, ready_logins);
+                if (k >= 0)
+                        k = lease_note(r, json_pack("{s:s, s:s, s:s}", "step", "ready", "pod",
+                                                    p.name, "uid", p.uid));
                 step(r, "replace", p.name,
                      k == -ETIME ? "timeout"
                      : k < 0     ? "failed"
@@ -961,6 +1334,9 @@ void rollout_done(Rollout *r) {
         json_decref(r->report);
         json_decref(r->steps);
         rollout_trust_done(&r->trust);
+        rollout_lease_done(&r->lease);
+        json_decref(r->record);
+        free(r->holder);
         free(r->namespace);
         free(r->api_url);
 }
@@ -968,6 +1344,7 @@ void rollout_done(Rollout *r) {
 static int finish(Rollout *r, int status, const char *result) {
         say(r, "%s", result);
         if (r->args->json) {
+                lease_report(r);
                 (void) json_object_set_new(r->report, "result", json_string(result));
                 (void) json_object_set(r->report, "steps", r->steps);
                 (void) json_object_set_new(r->report, "exit_status", json_integer(status));
@@ -980,8 +1357,15 @@ static int finish(Rollout *r, int status, const char *result) {
 int rollout_run(Rollout *r) {
         const RolloutArgs *a = r->args;
         size_t work, blockers, unverified;
+        char host[256] = "";
         int k;
 
+        /* Who holds the Lease: this host and process, and when it began,
+         * so that no two runs share an identity. */
+        (void) gethostname(host, sizeof host - 1);
+        if (asprintf(&r->holder, "%s_%d_%llu", host[0] ? host : "localhost", (int) getpid(),
+                     (unsigned long long) now_usec(CLOCK_REALTIME)) < 0)
+                return finish(r, EXIT_ROLLOUT_FAILED, "failed: out of memory");
         if (load(r) < 0)
                 return finish(r, EXIT_ROLLOUT_FAILED, "failed: could not read the cluster");
 
@@ -997,9 +1381,15 @@ int rollout_run(Rollout *r) {
 
         say(r, "rollout %s%s (%s), namespace %s:", r->id, r->id_found ? " (in progress)" : "",
             a->rolling ? "rolling" : "window", r->namespace);
+        if (r->lease_exists)
+                say(r, "  lease %s: %s%s%s, rollout %s %s, renewed %s", ROLLOUT_LEASE_NAME,
+                    lease_owner_to_string(lease_owner(r)), r->lease.holder ? " by " : "",
+                    strempty(r->lease.holder), strnull(rollout_record_id(r->lease.record)),
+                    strnull(rollout_record_state(r->lease.record)), strnull(r->lease.renew_time));
         /* apply judges the nodes once they settled; plan and status say which
-         * are settling. */
-        if (a->action == ACTION_APPLY && settle(r, NULL, 0) < 0)
+         * are settling. While another live run holds the Lease, apply says
+         * busy at once: that run is the one to wait for them. */
+        if (a->action == ACTION_APPLY && lease_owner(r) != LEASE_HELD && settle(r, NULL, 0) < 0)
                 return finish(r, EXIT_ROLLOUT_FAILED, "failed: could not read the cluster");
         describe(r);
         work = count_work(r);
@@ -1025,21 +1415,45 @@ int rollout_run(Rollout *r) {
         case ACTION_ABORT:
                 if (!r->id_found && !a->rollout_id)
                         return finish(r, EXIT_ROLLOUT_DONE, "nothing to abort");
+                k = lease_acquire(r);
+                if (k == -EBUSY)
+                        return finish(r, EXIT_ROLLOUT_BLOCKED, "busy: nothing was changed");
+                if (k < 0)
+                        return finish(r, EXIT_ROLLOUT_FAILED, "failed: could not take the Lease");
                 k = resume_held(r, true);
+                if (lease_release(r, k < 0 ? NULL : "aborted") < 0)
+                        k = -EIO;
                 return finish(r, k < 0 ? EXIT_ROLLOUT_FAILED : EXIT_ROLLOUT_DONE,
                               k < 0 ? "failed: see the messages above" : "aborted");
         case ACTION_APPLY:
+                /* Another live run holds the Lease: change nothing, not
+                 * even what would look like ours. */
+                if (lease_busy(r))
+                        return finish(r, EXIT_ROLLOUT_BLOCKED, "busy: nothing was changed");
                 if (blockers > 0)
                         return finish(r, EXIT_ROLLOUT_BLOCKED, "blocked: nothing was changed");
                 if (work == 0 && unverified > 0)
                         return finish(r, EXIT_ROLLOUT_BLOCKED,
                                       "unverified: nothing was changed; the unverified pods are "
                                       "left alone");
-                if (work == 0)
+                if (work == 0) {
+                        /* a run that stopped after its last step: its
+                         * record is closed */
+                        if (record_of(r) && lease_acquire(r) >= 0)
+                                (void) lease_release(r, "done");
                         return finish(r, EXIT_ROLLOUT_DONE, "nothing to do: every pod is current");
+                }
                 r->applying = true;
+                k = lease_acquire(r);
+                if (k == -EBUSY)
+                        return finish(r, EXIT_ROLLOUT_BLOCKED, "busy: nothing was changed");
+                if (k < 0)
+                        return finish(r, EXIT_ROLLOUT_FAILED, "failed: could not take the Lease");
                 k = apply(r);
                 if (k < 0) {
+                        /* released, the record kept running: a plain apply
+                         * continues at once, without waiting for expiry */
+                        (void) lease_release(r, NULL);
                         /* With the id: a node whose pod was deleted carries the
                          * preStop hook's reason until the replacement is done,
                          * and when no other node carries this rollout's reason,
@@ -1054,11 +1468,19 @@ int rollout_run(Rollout *r) {
                         return finish(r, EXIT_ROLLOUT_FAILED, k == -ETIME ? "timed out" : "failed");
                 }
                 /* Verify: read everything again. */
-                if (load(r) < 0)
+                if (load(r) < 0) {
+                        (void) lease_release(r, NULL);
                         return finish(r, EXIT_ROLLOUT_FAILED, "failed: could not verify");
+                }
                 describe(r);
-                if (count_work(r) > 0)
+                if (count_work(r) > 0) {
+                        (void) lease_release(r, NULL);
                         return finish(r, EXIT_ROLLOUT_FAILED, "incomplete: see the pods above");
+                }
+                if (lease_release(r, "done") < 0)
+                        return finish(
+                                r, EXIT_ROLLOUT_FAILED,
+                                "failed: the rollout is done, but its Lease was not released");
                 if (count_unverified(r) > 0)
                         return finish(r, EXIT_ROLLOUT_FAILED,
                                       "incomplete: the unverified pods above were left alone");

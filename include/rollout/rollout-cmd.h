@@ -15,6 +15,7 @@
 #include <systemd/sd-event.h>
 
 #include "kube.h"
+#include "rollout-lease.h"
 #include "rollout.h"
 #include "slurm-client.h"
 
@@ -60,6 +61,7 @@ typedef struct RolloutArgs {
         /* --settle-timeout; 0: judge every node as first read */
         uint64_t settle_usec;
         const char *rollout_id;
+        int64_t lease_duration_sec; /* --lease-duration */
         bool json;
         bool trust_unprotected; /* --trust-unprotected-conditions */
         SlurmConfig slurm;      /* its exec_prefix is set by cmd_rollout() */
@@ -86,6 +88,13 @@ typedef struct Rollout {
         SlurmNodeList *nodes;
         json_t *report; /* the --format json document */
         json_t *steps;
+        /* The Lease (rollout-lease.h): as last read or written. */
+        RolloutLease lease;
+        bool lease_exists;
+        char *holder;                /* this process's identity in it */
+        json_t *record;              /* the record this run writes, once it holds the Lease */
+        bool lease_held;             /* this run holds it */
+        uint64_t lease_written_usec; /* CLOCK_MONOTONIC of the last write */
 } Rollout;
 
 /* "plan", "apply", "status", "abort". */

@@ -41,7 +41,7 @@ for code in 401 403 503 drop; do
         expect_said out "$code: result" "failed: could not read the cluster"
         case $code in
         401) expect_said err 401 "$LIST?labelSelector=app.kubernetes.io%2Finstance%3Dslinky-slurm-worker-slinky: 401 Unauthorized: Unauthorized. The API server does not accept the credentials: the token in --serviceaccount-dir, or kubectl proxy's own login" ;;
-        403) expect_said err 403 ": 403 Forbidden: pods is forbidden: User \"$ROLLOUT_USER\" cannot list resource \"pods\" in API group \"\" in the namespace \"$NS\". The rollout needs list, get and delete on pods in namespace $NS" ;;
+        403) expect_said err 403 ": 403 Forbidden: pods is forbidden: User \"$ROLLOUT_USER\" cannot list resource \"pods\" in API group \"\" in the namespace \"$NS\". The rollout needs list, get and delete on pods, and get, create and update on the Lease aicr-enroot-rollout, in namespace $NS" ;;
         503) expect_said err 503 ": 503 error: not a Kubernetes Status: <html><body><h1>503 Service Unavailable</h1> No server is available to handle this request. </body></html>" ;;
         drop) expect_said err drop ": no answer: " && expect_said err drop "Is the API server reachable from here?" ;;
         esac
@@ -139,7 +139,9 @@ new_pod() { uid=$(curl -sf "$CTL/pods/slurm-worker-slinky-1" | jq -r .metadata.u
 wait_for 20 new_pod || fail "the late DELETE did not replace the pod"
 rollout apply --rollout-id "$id"
 expect_rc 0 "the apply after no answer"
-expect_said out "apply after no answer" "rollout $id (window)"
+# the Lease records the rollout: it is found in progress, though no node
+# carries its reason
+expect_said out "apply after no answer" "rollout $id (in progress) (window)"
 expect_said out "apply after no answer" "resume: node slinky-1"
 [ "$(deletes)" = "slurm-worker-slinky-1 " ] && pass || fail "DELETEs after no answer: '$(deletes)'"
 wait_for 10 all_idle && pass || fail "not back in service: $(sinfo -N -o '%N %T %E')"

@@ -10,7 +10,10 @@
 #   settle and replaces what it should;
 # - a node DOWN for a reason still blocks at once, also while another node
 #   settles, and a node that does not settle blocks after --settle-timeout;
-# - an apply on a stale node that is COMPLETING proceeds.
+# - an apply on a stale node that is COMPLETING proceeds;
+# - the Lease is renewed while a batch waits for its nodes to settle: a
+#   second apply meanwhile, after longer than --lease-duration, is refused
+#   at once, without waiting for the nodes itself.
 # To make "a few seconds" reproducible, a resumed node's slurmd is stopped
 # (SIGSTOP) for a few seconds around the RESUME, as a busy node answers late:
 # slurmctld's own ping then finds it, once it is continued, well within
@@ -154,6 +157,39 @@ rollout apply
 expect_rc 0 "apply on a COMPLETING node"
 [ "$(deletes)" = "slurm-worker-slinky-1 " ] && pass || fail "deleted with a COMPLETING node: '$(deletes)'"
 expect_replaced "apply on a COMPLETING node" "slinky-1 "
+stop_controller
+settled
+
+section "a batch waiting for its node to settle keeps renewing the Lease"
+# rolling: slinky-1 first, then slinky-3, which is resumed late while the
+# first batch runs: the second batch holds the Lease (3 s) while it waits
+# for slinky-3 to settle, longer than the Lease lasts unrenewed.
+start_pods "0:True 1:False 2:True 3:False" True
+start_controller
+"$AGENT" rollout apply --kube-api "$API" --serviceaccount-dir "$WORK/sa" --namespace "$NS" \
+        --poll-interval 100 --jobs-timeout 30 --pod-timeout 60 --strategy rolling \
+        --lease-duration 3 >"$WORK/first.out" 2>&1 &
+first=$!
+wait_for 30 bash -c "scontrol --oneliner show node slinky-1 | grep -q 'Reason=aicr-enroot-rollout'" ||
+        fail "the apply did not drain slinky-1: $(cat "$WORK/first.out")"
+# (late enough for the first batch's replacement, 10 to 20 s, and the
+# checks below)
+resume_late 40 slinky-3
+wait_for 30 grep -qF "settling: 1 node(s) out of service only for a moment (node slinky-3" "$WORK/first.out" && pass ||
+        fail "the second batch did not wait for slinky-3 to settle: $(cat "$WORK/first.out")"
+sleep 4
+node_is slinky-3 IDLE+NOT_RESPONDING && pass || fail "precondition: slinky-3 settled early: $(node_state slinky-3)"
+before=$(sinfo -h -N -o '%N %T %E')
+t0=$(now_ms)
+rollout apply
+expect_rc 1 "a second apply while the first waits for slinky-3"
+took "a second apply while the first waits for slinky-3" 0 6000
+expect_said out "a second apply while the first settles" "busy: the Lease $NS/aicr-enroot-rollout is held by"
+[ "$(sinfo -h -N -o '%N %T %E')" = "$before" ] && pass || fail "the second apply changed Slurm: $(sinfo -N -o '%N %T %E')"
+rc=0
+wait "$first" || rc=$?
+[ "$rc" = 0 ] && pass || fail "the first apply exited $rc: $(cat "$WORK/first.out")"
+expect_replaced "the rolling apply that waited for slinky-3" "slinky-1 slinky-3 "
 stop_controller
 settled
 

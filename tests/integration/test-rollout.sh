@@ -227,12 +227,15 @@ reset_nodes
 section "interrupted, then continued by a second apply"
 start_pods "0:False 1:False 2:False 3:True" True
 start_controller
+# A short Lease: the killed run holds it until it expires, then the plain
+# apply below takes it over.
 "$AGENT" rollout apply --kube-api "$API" --serviceaccount-dir "$WORK/sa" --namespace "$NS" \
-        --poll-interval 100 >"$WORK/first.out" 2>&1 &
+        --poll-interval 100 --lease-duration 2 >"$WORK/first.out" 2>&1 &
 first=$!
 wait_for 30 grep -q 'pod slurm-worker-slinky-0 replaced' "$WORK/first.out" || fail "first replacement not seen"
 kill -KILL "$first" 2>/dev/null || true
 wait "$first" 2>/dev/null || true
+sleep 3.2
 rollout status
 expect_rc 1 "status after an interruption"
 grep -q '(in progress)' "$WORK/out" && pass || fail "status does not find the rollout: $(cat "$WORK/out")"

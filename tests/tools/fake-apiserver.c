@@ -27,6 +27,17 @@
  *   GET    /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings[/NAME]
  *          (cluster-scoped, read-only: the control port creates them; 404
  *          for a name it did not)
+ *   GET    /apis/coordination.k8s.io/v1/namespaces/NS/leases[/NAME]
+ *   POST   /apis/coordination.k8s.io/v1/namespaces/NS/leases   (201; 409
+ *          AlreadyExists for a name that exists; 500 when the body sets a
+ *          resourceVersion, as the real storage layer answers)
+ *   PUT    /apis/coordination.k8s.io/v1/namespaces/NS/leases/NAME   (404 when
+ *          missing, never created by the update; 422 without
+ *          metadata.resourceVersion; 409 Conflict when it is not the stored
+ *          one; uid and creationTimestamp kept)
+ *          Every Lease write takes a new resourceVersion from the one counter;
+ *          leaseDurationSeconds must be above 0 and the times RFC 3339 (422,
+ *          400), as ValidateLeaseSpec and decoding check.
  * Every request needs "Authorization: Bearer T" where T is the token file's
  * content at that moment (the file is re-read on every request, trailing
  * newlines ignored), so a test rotates the token by rewriting the file.
@@ -105,7 +116,10 @@
  * resourceVersionMatch, /version, /openapi, watches and writes of
  * ConfigMaps, discovery of admissionregistration.k8s.io (kubectl cannot
  * get the admission policies, only a client that knows their paths),
- * writes and watches of admission policies and their bindings, and every
+ * writes and watches of admission policies and their bindings; of Leases:
+ * PATCH, DELETE, watch (405), generateName, managedFields, labels and
+ * field selectors on their list, and their history (no watch events: a
+ * Lease write is not in the pod history), and every
  * other resource and subresource: RBAC objects,
  * access reviews, logs, exec and port-forward get 404 (after --rbac's check).
  * PATCH and PUT of a pod itself get 405 where --rbac allows them.
@@ -128,7 +142,8 @@
  *
  * The control port (plain HTTP, 127.0.0.1) drives the test; its endpoints are
  * listed in the "control port" section below: fault injection, operator-style
- * rewrites, replacement pods, the request log. Faults apply before
+ * rewrites, replacement pods, the request log, GET /leases (the stored
+ * Leases, as a list). Faults apply before
  * authentication: an injected status answers whatever the token.
  *
  * One thread: both libmicrohttpd daemons run in external epoll mode under
@@ -1292,6 +1307,7 @@ struct Server {
         json_t *events;       /* stored Events */
         json_t *configmaps;   /* --configmaps: name -> ConfigMap, read-only */
         json_t *admission[2]; /* admission_kinds[i]: name -> object (control port) */
+        json_t *leases;       /* name -> Lease, in --namespace */
 
         Request *live; /* requests in progress, both ports */
 };
@@ -3031,6 +3047,274 @@ static int api_admission(Server *s, Request *r, enum MHD_Result *ret) {
         return 1;
 }
 
+/* ---------------------------------------------------------------------------
+ * Leases (coordination.k8s.io/v1) in the served namespace: get, list,
+ * create, update (PUT), as strictly as the real server: create of an
+ * existing name is 409 AlreadyExists, an update needs the resourceVersion
+ * read and gets 409 Conflict when it is stale, a missing Lease is 404, and
+ * every write takes a new resourceVersion. */
+
+#define LEASE_GROUP "coordination.k8s.io"
+
+/* An RFC 1123 subdomain, as object names are. */
+static bool is_dns_subdomain(const char *n) {
+        size_t len = strlen(n);
+
+        if (len == 0 || len > 253 || !is_alnum(n[0]) || !is_alnum(n[len - 1]))
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if (!(is_alnum(n[i]) && !(n[i] >= 'A' && n[i] <= 'Z')) && n[i] != '-' &&
+                    n[i] != '.')
+                        return false;
+        return true;
+}
+
+static json_t *lease_details(const char *name) {
+        return json_pack("{s:s?, s:s, s:s}", "name", name && *name ? name : NULL, "group",
+                         LEASE_GROUP, "kind", "leases");
+}
+
+static json_t *lease_not_found(const char *name) {
+        return status_newf(404, NULL, lease_details(name),
+                           "leases." LEASE_GROUP " \"%s\" not found", name);
+}
+
+static json_t *lease_invalid(const char *name, const char *fmt, const char *field) {
+        return status_newf(422, NULL, lease_details(name),
+                           "Lease." LEASE_GROUP " \"%s\" is invalid: %s: %s", name, field, fmt);
+}
+
+/* The body of a create or update, checked as the real server does before
+ * storage: a Lease of this group, named, in the request's namespace, with a
+ * spec it validates (ValidateLeaseSpec). NULL with *ret answered. */
+static json_t *lease_body(Server *s, Request *r, const char *url_name, enum MHD_Result *ret) {
+        _cleanup_(json_decrefp) json_t *o = NULL;
+        json_t *meta, *spec, *d;
+        const char *kind, *version, *name, *ns;
+        json_error_t err;
+
+        o = json_loadb(r->body.data, r->body.len, 0, &err);
+        if (!json_is_object(o)) {
+                *ret = api_answer(r, 400,
+                                  status_newf(400, NULL, NULL, "error decoding the body: %s",
+                                              o ? "not an object" : err.text),
+                                  -1);
+                return NULL;
+        }
+        kind = json_str(o, "kind");
+        version = json_str(o, "apiVersion");
+        if ((kind && !streq(kind, "Lease")) || (version && !streq(version, LEASE_GROUP "/v1"))) {
+                *ret = api_answer(r, 400,
+                                  status_newf(400, NULL, NULL,
+                                              "the object provided is unrecognized (must be of "
+                                              "type Lease): %s, %s",
+                                              strnull(kind), strnull(version)),
+                                  -1);
+                return NULL;
+        }
+        meta = json_object_get(o, "metadata");
+        name = json_str(meta, "name");
+        ns = json_str(meta, "namespace");
+        if (ns && !streq(ns, s->namespace)) {
+                *ret = api_answer(r, 400,
+                                  status_new(400, NULL,
+                                             "the namespace of the provided object does not "
+                                             "match the namespace sent on the request",
+                                             NULL),
+                                  -1);
+                return NULL;
+        }
+        if (url_name && (!name || !streq(name, url_name))) {
+                *ret = api_answer(r, 400,
+                                  status_newf(400, NULL, NULL,
+                                              "the name of the object (%s) does not match the "
+                                              "name on the URL (%s)",
+                                              strnull(name), url_name),
+                                  -1);
+                return NULL;
+        }
+        if (!name || !*name) {
+                *ret = api_answer(r, 422,
+                                  lease_invalid("", "name or generateName is required",
+                                                "metadata.name: Required value"),
+                                  -1);
+                return NULL;
+        }
+        if (!is_dns_subdomain(name)) {
+                *ret = api_answer(r, 422,
+                                  lease_invalid(name, "a lowercase RFC 1123 subdomain",
+                                                "metadata.name: Invalid value"),
+                                  -1);
+                return NULL;
+        }
+        spec = json_object_get(o, "spec");
+        if (spec && !json_is_object(spec)) {
+                *ret = api_answer(r, 400, status_new(400, NULL, "spec: not an object", NULL), -1);
+                return NULL;
+        }
+        d = json_object_get(spec, "leaseDurationSeconds");
+        if (d && (!json_is_integer(d) || json_integer_value(d) <= 0)) {
+                *ret = api_answer(r, 422,
+                                  lease_invalid(name, "must be greater than 0",
+                                                "spec.leaseDurationSeconds: Invalid value"),
+                                  -1);
+                return NULL;
+        }
+        if ((json_object_get(spec, "acquireTime") &&
+             !is_rfc3339(strempty(json_str(spec, "acquireTime")))) ||
+            (json_object_get(spec, "renewTime") &&
+             !is_rfc3339(strempty(json_str(spec, "renewTime"))))) {
+                *ret = api_answer(r, 400,
+                                  status_new(400, NULL,
+                                             "spec.acquireTime or spec.renewTime: not a MicroTime",
+                                             NULL),
+                                  -1);
+                return NULL;
+        }
+        json_object_set_new(o, "kind", json_string("Lease"));
+        json_object_set_new(o, "apiVersion", json_string(LEASE_GROUP "/v1"));
+        json_object_set_new(meta, "namespace", json_string(s->namespace));
+        return TAKE_PTR(o);
+}
+
+/* .../leases[/NAME] under /apis/coordination.k8s.io/v1/namespaces/NS/. 1
+ * when r was one and is answered (*ret). */
+static int api_lease(Server *s, Request *r, enum MHD_Result *ret) {
+        const char *p = startswith(r->path, "/apis/" LEASE_GROUP "/v1/namespaces/"), *name;
+        char ns[FAKE_MAX_NAME_BYTES + 1];
+        size_t ns_len;
+
+        if (!p)
+                return 0;
+        ns_len = strcspn(p, "/");
+        name = startswith(p + ns_len, "/leases");
+        if (ns_len == 0 || ns_len >= sizeof ns || !name ||
+            (*name != '\0' && (*name != '/' || name[1] == '\0' || strchr(name + 1, '/'))))
+                return 0;
+        memcpy(ns, p, ns_len);
+        ns[ns_len] = '\0';
+        if (*name == '/')
+                name++;
+        if (!streq(ns, s->namespace)) {
+                /* as for pods: without --rbac the token may act in its own
+                 * namespace only; with it, another namespace does not exist */
+                if (!s->rbac)
+                        *ret = api_answer(r, 403, forbidden_status(s, r), -1);
+                else
+                        *ret = api_answer(r, 404,
+                                          status_newf(404, NULL, details_new(ns, "namespaces"),
+                                                      "namespaces \"%s\" not found", ns),
+                                          -1);
+                return 1;
+        }
+        if (*name == '\0') {
+                if (streq(r->method, "GET")) {
+                        _cleanup_free_ char *rv = rv_string(s->rv);
+                        json_t *list = json_pack("{s:s, s:s, s:{s:s?}, s:[]}", "kind", "LeaseList",
+                                                 "apiVersion", LEASE_GROUP "/v1", "metadata",
+                                                 "resourceVersion", rv, "items"),
+                               *l;
+                        const char *key;
+
+                        json_object_foreach(s->leases, key, l)
+                                json_array_append(json_object_get(list, "items"), l);
+                        *ret = api_answer(r, 200, list, -1);
+                } else if (streq(r->method, "POST")) {
+                        _cleanup_(json_decrefp) json_t *o = lease_body(s, r, NULL, ret);
+                        json_t *meta;
+                        const char *n;
+                        char uid[37], now[32];
+
+                        if (!o)
+                                return 1;
+                        meta = json_object_get(o, "metadata");
+                        n = json_str(meta, "name");
+                        if (json_object_get(s->leases, n)) {
+                                *ret = api_answer(
+                                        r, 409,
+                                        status_newf(409, "AlreadyExists", lease_details(n),
+                                                    "leases." LEASE_GROUP " \"%s\" already exists",
+                                                    n),
+                                        -1);
+                                return 1;
+                        }
+                        if (json_str(meta, "resourceVersion") &&
+                            !streq(json_str(meta, "resourceVersion"), "")) {
+                                /* the storage layer's refusal, a 500 on
+                                 * the real server too */
+                                *ret = api_answer(r, 500,
+                                                  status_new(500, NULL,
+                                                             "resourceVersion should not be set "
+                                                             "on objects to be created",
+                                                             NULL),
+                                                  -1);
+                                return 1;
+                        }
+                        make_uid(uid);
+                        format_now(now);
+                        json_object_set_new(meta, "uid", json_string(uid));
+                        json_object_set_new(meta, "creationTimestamp", json_string(now));
+                        set_rv(o, ++s->rv);
+                        json_object_set(s->leases, n, o);
+                        *ret = api_answer(r, 201, json_incref(o), -1);
+                } else
+                        *ret = method_not_allowed(r);
+                return 1;
+        }
+        if (streq(r->method, "GET")) {
+                json_t *l = json_object_get(s->leases, name);
+
+                *ret = l ? api_answer(r, 200, json_incref(l), -1)
+                         : api_answer(r, 404, lease_not_found(name), -1);
+        } else if (streq(r->method, "PUT")) {
+                _cleanup_(json_decrefp) json_t *o = lease_body(s, r, name, ret);
+                json_t *old, *meta, *old_meta;
+                const char *rv;
+
+                if (!o)
+                        return 1;
+                old = json_object_get(s->leases, name);
+                if (!old) {
+                        /* Leases are not created by an update
+                         * (AllowCreateOnUpdate is false for them) */
+                        *ret = api_answer(r, 404, lease_not_found(name), -1);
+                        return 1;
+                }
+                meta = json_object_get(o, "metadata");
+                old_meta = json_object_get(old, "metadata");
+                rv = json_str(meta, "resourceVersion");
+                if (!rv || !*rv) {
+                        *ret = api_answer(r, 422,
+                                          lease_invalid(name, "must be specified for an update",
+                                                        "metadata.resourceVersion: Invalid "
+                                                        "value: 0x0"),
+                                          -1);
+                        return 1;
+                }
+                if (!streq(rv, strempty(json_str(old_meta, "resourceVersion")))) {
+                        *ret = api_answer(r, 409,
+                                          status_newf(409, "Conflict", lease_details(name),
+                                                      "Operation cannot be fulfilled on "
+                                                      "leases." LEASE_GROUP
+                                                      " \"%s\": the object has been modified; "
+                                                      "please apply your changes to the latest "
+                                                      "version and try again",
+                                                      name),
+                                          -1);
+                        return 1;
+                }
+                /* what the client cannot change */
+                json_object_set(meta, "uid", json_object_get(old_meta, "uid"));
+                json_object_set(meta, "creationTimestamp",
+                                json_object_get(old_meta, "creationTimestamp"));
+                set_rv(o, ++s->rv);
+                json_object_set(s->leases, name, o);
+                *ret = api_answer(r, 200, json_incref(o), -1);
+        } else
+                *ret = method_not_allowed(r);
+        return 1;
+}
+
 /* The last call for a complete request (and again after a delay). */
 static enum MHD_Result api_process(Server *s, Request *r) {
         enum MHD_Result ret;
@@ -3078,7 +3362,7 @@ static enum MHD_Result api_process(Server *s, Request *r) {
         if (!accepts_json(r))
                 return api_not_acceptable(r);
         if (api_discovery(r, &ret) || api_namespace(s, r, &ret) || api_configmap(s, r, &rt, &ret) ||
-            api_admission(s, r, &ret))
+            api_admission(s, r, &ret) || api_lease(s, r, &ret))
                 return ret;
         if (rt.endpoint == EP_NONE)
                 return api_answer(r, 404, not_found_status(&rt), -1);
@@ -3266,6 +3550,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
  *                                      of at most FAKE_MAX_LOGGED_BODY_BYTES
  *   POST   /reset-requests             empty it
  *   GET    /events, DELETE /events     Events created through the API
+ *   GET    /leases                     the Leases, as a JSON list
  *   POST   /compact                    forget the history: a watch from any
  *                                      older resourceVersion gets 410
  *   POST   /bookmark                   a BOOKMARK to every watch that allows them
@@ -3607,6 +3892,12 @@ static enum MHD_Result on_control_process(Server *s, Request *r) {
                         s->n_faults = 0;
                         return queue_json(r->connection, 200, faults_json(s), -1);
                 }
+        } else if (streq(p, "/leases") && streq(m, "GET")) {
+                const char *key;
+                json_t *l, *list = json_array();
+
+                json_object_foreach(s->leases, key, l) json_array_append(list, l);
+                return queue_json(r->connection, 200, list, -1);
         } else if (streq(p, "/requests") && streq(m, "GET"))
                 return queue_json(r->connection, 200, json_incref(s->requests), -1);
         else if (streq(p, "/reset-requests") && streq(m, "POST")) {
@@ -3658,6 +3949,7 @@ static void server_done(Server *s) {
         json_decref(s->requests);
         json_decref(s->events);
         json_decref(s->configmaps);
+        json_decref(s->leases);
         for (size_t i = 0; i < ELEMENTSOF(s->admission); i++)
                 json_decref(s->admission[i]);
         history_clear(s);
@@ -3948,7 +4240,8 @@ int main(int argc, char **argv) {
         s.events = json_array();
         s.admission[0] = json_object();
         s.admission[1] = json_object();
-        if (!s.pods || !s.terminating || !s.requests || !s.events || !s.admission[0] ||
+        s.leases = json_object();
+        if (!s.leases || !s.pods || !s.terminating || !s.requests || !s.events || !s.admission[0] ||
             !s.admission[1])
                 goto out;
         if (load_pods(&s, pods, namespace_given) < 0 ||
