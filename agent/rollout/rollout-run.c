@@ -1454,17 +1454,16 @@ int rollout_run(Rollout *r) {
                         /* released, the record kept running: a plain apply
                          * continues at once, without waiting for expiry */
                         (void) lease_release(r, NULL);
-                        /* With the id: a node whose pod was deleted carries the
-                         * preStop hook's reason until the replacement is done,
-                         * and when no other node carries this rollout's reason,
-                         * only the id finds the rollout again. */
+                        /* The Lease keeps the record, so the plain commands
+                         * find the rollout again, also where the preStop hook
+                         * replaced every reason it set. */
                         say(r,
-                            "Stopped. The nodes this rollout holds carry reasons starting with "
-                            "\"" ROLLOUT_REASON_PREFIX "%s\", or the preStop hook's: "
-                            "`rollout status --rollout-id %s` shows them, `rollout apply "
-                            "--rollout-id %s` continues, `rollout abort --rollout-id %s` returns "
-                            "those not replaced.",
-                            r->id, r->id, r->id, r->id);
+                            "Stopped. The Lease " ROLLOUT_LEASE_NAME " keeps this rollout's "
+                            "record: `rollout status` shows it, `rollout apply` continues it, "
+                            "`rollout abort` returns the nodes it drained and did not replace. "
+                            "Those nodes carry reasons starting with \"" ROLLOUT_REASON_PREFIX
+                            "%s\", or the preStop hook's.",
+                            r->id);
                         return finish(r, EXIT_ROLLOUT_FAILED, k == -ETIME ? "timed out" : "failed");
                 }
                 /* Verify: read everything again. */

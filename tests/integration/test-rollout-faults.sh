@@ -61,7 +61,7 @@ ctl POST /faults '{"match": {"method": "DELETE"}, "status": 500}' >/dev/null
 rollout apply
 expect_rc 3 "apply with 500 on the DELETE"
 expect_said err "500" "DELETE $API$W1: 500 InternalError: Internal error occurred: injected fault"
-expect_said out "500" "Stopped. The nodes this rollout holds carry reasons starting with \"aicr-enroot-rollout "
+expect_said out "500" "Stopped. The Lease aicr-enroot-rollout keeps this rollout's record: \`rollout status\` shows it, \`rollout apply\` continues it"
 [ "$(deletes)" = "slurm-worker-slinky-1 " ] && pass || fail "DELETEs after a 500: '$(deletes)'"
 [ "$(pod_uid slurm-worker-slinky-1)" = $OLD1 ] && pass || fail "the pod changed after a 500: $(pod_uid slurm-worker-slinky-1)"
 case "$(node_reason slinky-1)" in "aicr-enroot-rollout "*) pass ;; *) fail "slinky-1 not held after a 500: $(node_reason slinky-1)" ;; esac
@@ -131,13 +131,14 @@ expect_said err "no answer" "DELETE $API$W1: no answer: "
 expect_said err "no answer" "Is the API server reachable from here?"
 expect_said out "no answer" "failed"
 # The pod went after the rollout stopped: its node carries the preStop hook's
-# reason, no node the rollout's, so only the id finds the rollout again, and
-# the message gives it.
+# reason, no node the rollout's; the Lease still finds the rollout, and the
+# message sends the operator to the plain commands.
 id=$(sed -n 's/^[0-9:]* rollout \([0-9TZ]*\) (window).*/\1/p' "$WORK/out")
-expect_said out "no answer" "\`rollout apply --rollout-id $id\` continues"
+expect_said out "no answer" "\`rollout apply\` continues it"
+expect_said out "no answer" "reasons starting with \"aicr-enroot-rollout $id\", or the preStop hook's."
 new_pod() { uid=$(curl -sf "$CTL/pods/slurm-worker-slinky-1" | jq -r .metadata.uid) && [ "$uid" != $OLD1 ]; }
 wait_for 20 new_pod || fail "the late DELETE did not replace the pod"
-rollout apply --rollout-id "$id"
+rollout apply
 expect_rc 0 "the apply after no answer"
 # the Lease records the rollout: it is found in progress, though no node
 # carries its reason
