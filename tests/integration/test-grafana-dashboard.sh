@@ -228,6 +228,10 @@ reject "a label the agent does not export" "aicr_enroot_agent_watch_mode" \
         '.panels[7].targets[0].expr |= sub("mode\\)"; "watch_mode)")' promtool
 reject "the restart series of the plain container only" "kube_pod_container_status_restarts_total" \
         '.panels[6].targets[0].expr |= sub("increase\\(kube_pod_init_container_status_restarts_total[^]]*\\]\\) or "; "")' promtool
+reject "the restart series of the native sidecar only" "kube_pod_init_container_status_restarts_total" \
+        '.panels[6].targets[0].expr |= sub(" or increase\\(kube_pod_container_status_restarts_total[^]]*\\]\\)"; "")' promtool
+reject "restarts of every container of the pod" "kube_pod_container_status_restarts_total" \
+        '.panels[6].targets[0].expr |= gsub("container=\"aicr-enroot-agent\", "; "")' promtool
 reject "a hard-coded data source" "its datasource is not the \${datasource} variable" \
         '.panels[0].datasource = {"type": "prometheus", "uid": "prometheus"}'
 reject "a hard-coded data source in a target" "a data source uid is written in the dashboard" \
