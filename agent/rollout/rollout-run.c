@@ -115,15 +115,17 @@ static int answer_error(const Rollout *r, const char *method, const char *path,
 
         kube_status_parse(res->body, res->body_len, &st);
         return log_error_errno(
-                -EIO, "%s %s%s: %ld %s: %s%s%s", method, r->api_url, path, res->status,
+                -EIO, "%s %s%s: %ld %s: %s%s%s%s%s", method, r->api_url, path, res->status,
                 st.reason[0] ? st.reason : "error", st.message[0] ? st.message : "no message",
                 res->status == 401   ? ". The API server does not accept the credentials: the "
                                        "token in --serviceaccount-dir, or kubectl proxy's "
                                        "own login"
-                : res->status == 403 ? ". The rollout needs list, get and delete on pods, and "
-                                       "get, create and update on the Lease " ROLLOUT_LEASE_NAME
-                                       ", in namespace "
+                : res->status == 403 ? ". The rollout needs list, get and delete on pods, get, "
+                                       "create and update on the Lease " ROLLOUT_LEASE_NAME
+                                       ", and get on the ConfigMap "
                                      : "",
+                res->status == 403 ? r->args->configmap : "",
+                res->status == 403 ? ", in namespace " : "",
                 res->status == 403 ? r->namespace : "");
 }
 

@@ -5,8 +5,9 @@
 # rollout's documented RBAC (rollout-lib.sh).
 # The ConfigMap check: plan and apply replace no pod, drain no node and write
 # no Lease while slinky-slurm-enroot-config is missing, has no Helm release
-# annotation, or belongs to another release than slinky-slurm-pre (or
-# --configmap-release); they go on when it is the release's.
+# annotation, belongs to another release than slinky-slurm-pre (or
+# --configmap-release), or may not be read; they go on when it is the
+# release's.
 # --verify-image: after the nodes are back, `srun --container-image=IMAGE env`
 # on each replaced node. This cluster's srun is Slurm's own without the pyxis
 # plugin: it refuses --container-image, and the rollout says so and skips.
@@ -79,6 +80,19 @@ rollout plan --configmap-release slinky-slurm
 expect_rc 1 "plan --configmap-release slinky-slurm"
 expect_said out "plan --configmap-release" "configmap $NS/slinky-slurm-enroot-config: present, owned by release slinky-slurm"
 expect_said out "plan --configmap-release" "planned: run \`rollout apply\` to do it"
+
+section "the ConfigMap may not be read (403)"
+# RBAC that grants get on another ConfigMap only: the real authorizer's 403
+sed 's/resourceNames: \[slinky-slurm-enroot-config\]/resourceNames: [another-configmap]/' "$ROLLOUT_RBAC" >"$WORK/rbac-other.yaml"
+grep -q 'resourceNames: \[another-configmap\]' "$WORK/rbac-other.yaml" || fail "the RBAC copy kept its ConfigMap"
+ROLLOUT_RBAC=$WORK/rbac-other.yaml start_pods "0:False 1:True 2:True 3:True" True
+rollout plan
+expect_rc 3 "plan, ConfigMap forbidden"
+expect_said out "plan, ConfigMap forbidden" "failed: could not read the ConfigMap"
+expect_said err "plan, ConfigMap forbidden" "$CM: 403 Forbidden: configmaps \"slinky-slurm-enroot-config\" is forbidden: User \"$ROLLOUT_USER\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"$NS\". The rollout needs list, get and delete on pods, get, create and update on the Lease aicr-enroot-rollout, and get on the ConfigMap slinky-slurm-enroot-config, in namespace $NS"
+rollout apply
+expect_rc 3 "apply, ConfigMap forbidden"
+expect_untouched "apply, ConfigMap forbidden"
 
 section "the ConfigMap is the release's"
 start_pods "0:False 1:True 2:True 3:True" True
