@@ -54,6 +54,20 @@ expect_rc 1 "apply without the ConfigMap"
 expect_said out "apply without the ConfigMap" "refused: no pod is replaced while the ConfigMap check fails; nothing was changed"
 expect_untouched "apply without the ConfigMap"
 
+section "an interrupted rollout, continued without the ConfigMap"
+# slinky-0 drained by rollout 20261206T000000Z, which stopped there
+REASON="aicr-enroot-rollout 20261206T000000Z: enroot configuration update"
+scontrol update nodename=slinky-0 state=drain reason="$REASON"
+CONFIGMAPS=$WORK/none.json start_pods "0:False 1:True 2:True 3:True" True
+rollout apply
+expect_rc 1 "apply continuing, without the ConfigMap"
+expect_said out "apply continuing" "rollout 20261206T000000Z (in progress)"
+expect_said out "apply continuing" "refused: the ConfigMap $NS/slinky-slurm-enroot-config does not exist"
+[ -z "$(deletes)" ] && pass || fail "apply continuing: pods deleted: $(deletes)"
+[ "$(node_reason slinky-0)" = "$REASON" ] && pass || fail "apply continuing: slinky-0's reason: $(node_reason slinky-0)"
+[ "$(lease_writes)" = 0 ] && pass || fail "apply continuing: the Lease was written"
+reset_nodes
+
 section "the ConfigMap has no Helm release annotation"
 configmap_json - >"$WORK/cm.json"
 CONFIGMAPS=$WORK/cm.json start_pods "0:False 1:True 2:True 3:True" True
