@@ -41,6 +41,17 @@ expect_untouched() {
         [ "$(lease_writes)" = 0 ] && pass || fail "$1: the Lease was written"
 }
 
+section "options"
+expect_status 0 "$AGENT" rollout --help
+for opt in "--configmap NAME" "--configmap-release NAME" "--verify-image IMAGE" "--srun PATH" \
+        "default slinky-slurm-enroot-config" "default slinky-slurm-pre" "--verify-image found keys that differ"; do
+        tr -s ' \n' ' ' <"$WORK/out" | grep -qF -- "$opt" && pass || fail "--help does not say '$opt'"
+done
+expect_status 2 "$AGENT" rollout plan --verify-image -x
+grep -qF -- '--verify-image: "-x" is not an image.' "$WORK/err" && pass || fail "--verify-image -x: $(cat "$WORK/err")"
+expect_status 2 "$AGENT" rollout plan --configmap a/b
+grep -qF -- '--configmap: "a/b" is not an object name.' "$WORK/err" && pass || fail "--configmap a/b: $(cat "$WORK/err")"
+
 # --- the ConfigMap check --------------------------------------------------------
 section "the ConfigMap is missing"
 echo '[]' >"$WORK/none.json"
