@@ -67,6 +67,8 @@ static bool step_valid(const json_t *s) {
                 return str(s, "pod") && str(s, "uid") && str(s, "role");
         if (streq(name, "ready"))
                 return str(s, "pod") && str(s, "uid");
+        if (streq(name, "verify"))
+                return str(s, "node") && str(s, "result");
         return false;
 }
 

@@ -73,7 +73,20 @@ static void help(void) {
                "                            " ROLLOUT_POLICY_OWN_POD " and\n"
                "                            " ROLLOUT_POLICY_CONDITION "\n"
                "                            are bound with Deny, and only when written since\n"
-               "  --sinfo, --squeue, --scontrol PATH   the Slurm commands\n"
+               "  --configmap NAME          the enroot ConfigMap the pods mount (default\n"
+               "                            " ROLLOUT_DEFAULT_CONFIGMAP "). plan and apply\n"
+               "                            replace no pod unless it exists and its Helm\n"
+               "                            annotation " ROLLOUT_HELM_RELEASE_ANNOTATION "\n"
+               "                            names --configmap-release\n"
+               "  --configmap-release NAME  the Helm release that owns it (default\n"
+               "                            " ROLLOUT_DEFAULT_RELEASE ")\n"
+               "  --verify-image IMAGE      once the nodes are back, run `srun -w NODE -N1 -n1\n"
+               "                            --time=%u --container-image=IMAGE env` on each\n"
+               "                            replaced worker node and compare the keys of the\n"
+               "                            ConfigMap's " ROLLOUT_ENV_KEY " with what the\n"
+               "                            job sees (by SHA-256: values are never printed);\n"
+               "                            skipped where srun has no pyxis\n"
+               "  --sinfo, --squeue, --scontrol, --srun PATH   the Slurm commands\n"
                "  --slurm-exec PREFIX       run every Slurm command as PREFIX COMMAND ..., for\n"
                "                            example 'kubectl exec -n slurm slurm-controller-0\n"
                "                            -c slurmctld --'. PREFIX is split into words as a\n"
@@ -83,9 +96,10 @@ static void help(void) {
                "                            unchanged (kubectl exec does, ssh does not: this is\n"
                "                            checked first), and the far side needs env(1)\n\n"
                "Exit status: 0 done or nothing to do; 1 plan/status: work to do, or blocked\n"
-               "(nothing changed), or another rollout holds the Lease; 2 bad option; 3 a step\n"
-               "failed or timed out.\n",
-               ROLLOUT_SETTLE_SEC, ROLLOUT_LEASE_DEFAULT_SEC);
+               "(nothing changed), or another rollout holds the Lease, or (plan, apply) the\n"
+               "ConfigMap is missing or not the release's; 2 bad option; 3 a step failed or\n"
+               "timed out, or --verify-image found keys that differ or could not run.\n",
+               ROLLOUT_SETTLE_SEC, ROLLOUT_LEASE_DEFAULT_SEC, SLURM_VERIFY_TIME_LIMIT_MIN);
 }
 
 static int parse_seconds(const char *opt, const char *s, uint64_t unit, uint64_t *ret) {
@@ -126,6 +140,10 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                 {"squeue", required_argument, NULL, '2'},
                 {"scontrol", required_argument, NULL, '3'},
                 {"slurm-exec", required_argument, NULL, 'X'},
+                {"srun", required_argument, NULL, '4'},
+                {"configmap", required_argument, NULL, 'C'},
+                {"configmap-release", required_argument, NULL, 'R'},
+                {"verify-image", required_argument, NULL, 'V'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
@@ -145,6 +163,8 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                 .settle_usec = ROLLOUT_SETTLE_SEC * 1000000ull,
                 .lease_duration_sec = ROLLOUT_LEASE_DEFAULT_SEC,
                 .self = getenv("POD_NAME"),
+                .configmap = ROLLOUT_DEFAULT_CONFIGMAP,
+                .configmap_release = ROLLOUT_DEFAULT_RELEASE,
         };
         optind = 0;
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
@@ -257,6 +277,26 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                         break;
                 case '3':
                         a->slurm.scontrol = optarg;
+                        break;
+                case '4':
+                        a->slurm.srun = optarg;
+                        break;
+                case 'C':
+                case 'R':
+                        /* a name in a URL path or an annotation's value */
+                        if (!*optarg || strpbrk(optarg, "/?#%") || optarg[0] == '.') {
+                                log_error("--%s: \"%s\" is not an object name.",
+                                          c == 'C' ? "configmap" : "configmap-release", optarg);
+                                return -EINVAL;
+                        }
+                        *(c == 'C' ? &a->configmap : &a->configmap_release) = optarg;
+                        break;
+                case 'V':
+                        if (!*optarg || optarg[0] == '-') {
+                                log_error("--verify-image: \"%s\" is not an image.", optarg);
+                                return -EINVAL;
+                        }
+                        a->verify_image = optarg;
                         break;
                 case 'X': {
                         _cleanup_(shell_words_freep) char **words = NULL;

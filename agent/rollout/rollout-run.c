@@ -25,9 +25,11 @@
 #include "kube.h"
 #include "log.h"
 #include "options.h"
+#include "configmap.h"
 #include "print.h"
 #include "rollout-cmd.h"
 #include "rollout-lease.h"
+#include "rollout-verify.h"
 #include "rollout.h"
 #include "slurm-client.h"
 #include "timeutil.h"
@@ -113,15 +115,17 @@ static int answer_error(const Rollout *r, const char *method, const char *path,
 
         kube_status_parse(res->body, res->body_len, &st);
         return log_error_errno(
-                -EIO, "%s %s%s: %ld %s: %s%s%s", method, r->api_url, path, res->status,
+                -EIO, "%s %s%s: %ld %s: %s%s%s%s%s", method, r->api_url, path, res->status,
                 st.reason[0] ? st.reason : "error", st.message[0] ? st.message : "no message",
                 res->status == 401   ? ". The API server does not accept the credentials: the "
                                        "token in --serviceaccount-dir, or kubectl proxy's "
                                        "own login"
-                : res->status == 403 ? ". The rollout needs list, get and delete on pods, and "
-                                       "get, create and update on the Lease " ROLLOUT_LEASE_NAME
-                                       ", in namespace "
+                : res->status == 403 ? ". The rollout needs list, get and delete on pods, get, "
+                                       "create and update on the Lease " ROLLOUT_LEASE_NAME
+                                       ", and get on the ConfigMap "
                                      : "",
+                res->status == 403 ? r->args->configmap : "",
+                res->status == 403 ? ", in namespace " : "",
                 res->status == 403 ? r->namespace : "");
 }
 
@@ -988,6 +992,257 @@ static int wait_login(Rollout *r, const RolloutPod *old, size_t ready_before) {
 }
 
 /* ---------------------------------------------------------------------------
+ * The enroot ConfigMap: it must exist and be its release's (rollout-verify.h)
+ * before any pod is replaced, since a pod recreated without it cannot start
+ * (the guide: never prune or uninstall that release while slinky-slurm
+ * exists). */
+
+static int configmap_refuse(Rollout *r, const char *result, const char *found, const char *fmt, ...)
+        _printf_(4, 5);
+static int configmap_refuse(Rollout *r, const char *result, const char *found, const char *fmt,
+                            ...) {
+        va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        k = vasprintf(&r->configmap_refused, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+                r->configmap_refused = NULL;
+                return log_oom();
+        }
+        (void) json_object_set_new(
+                r->report, "configmap",
+                json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s}", "name", r->args->configmap,
+                          "namespace", r->namespace, "release", r->args->configmap_release,
+                          "result", result, "found", found, "detail", r->configmap_refused));
+        return 0;
+}
+
+/* Reads the ConfigMap and checks it: 0 with r->configmap_refused NULL when
+ * it passed (its ROLLOUT_ENV_KEY kept for --verify-image), set when not;
+ * a failure to read it (logged) otherwise. */
+static int check_configmap(Rollout *r) {
+        const RolloutArgs *a = r->args;
+        _cleanup_(kube_result_done) KubeResult res = {};
+        _cleanup_(configmap_set_freep) ConfigMapSet *set = NULL;
+        _cleanup_(json_decrefp) json_t *cm = NULL;
+        _cleanup_free_ char *path = NULL, *error = NULL;
+        const char *found = NULL;
+        int k;
+
+        if (asprintf(&path, "/api/v1/namespaces/%s/configmaps/%s", r->namespace, a->configmap) < 0)
+                return log_oom();
+        k = kube_request(r, KUBE_VERB_GET, "GET", path, NULL, &res);
+        if (k < 0)
+                return k;
+        if (res.status == 404)
+                return configmap_refuse(
+                        r, "missing", NULL,
+                        "the ConfigMap %s/%s does not exist (GET: 404 NotFound): a pod recreated "
+                        "now could not mount it and would not start. Install the release %s "
+                        "again (it owns the ConfigMap), or give --configmap",
+                        r->namespace, a->configmap, a->configmap_release);
+        if (res.status != 200)
+                return answer_error(r, "GET", path, &res);
+        cm = json_loadb(res.body, res.body_len, 0, NULL);
+        if (!cm)
+                return log_error_errno(-EBADMSG, "GET %s: the answer is not JSON.", path);
+        k = rollout_configmap_owner(cm, a->configmap_release, &found);
+        if (k == -ENOENT)
+                return configmap_refuse(
+                        r, "no-release", NULL,
+                        "the ConfigMap %s/%s has no annotation " ROLLOUT_HELM_RELEASE_ANNOTATION
+                        ": it is not the Helm release %s's, and nothing says it stays while the "
+                        "pods need it. Give --configmap-release, or install the ConfigMap with "
+                        "its release",
+                        r->namespace, a->configmap, a->configmap_release);
+        if (k < 0)
+                return configmap_refuse(r, "other-release", found,
+                                        "the ConfigMap %s/%s belongs to the Helm release \"%s\" "
+                                        "(annotation " ROLLOUT_HELM_RELEASE_ANNOTATION
+                                        "), not %s: check which release owns it, or give "
+                                        "--configmap-release",
+                                        r->namespace, a->configmap, found, a->configmap_release);
+        k = configmap_parse(res.body, res.body_len, &set, &error);
+        if (k == -ENOMEM)
+                return log_oom();
+        if (k < 0)
+                return log_error_errno(k, "GET %s: the ConfigMap cannot be read: %s.", path,
+                                       strnull(error));
+        for (size_t i = 0; i < set->n_entries; i++)
+                if (streq(set->entries[i].key, ROLLOUT_ENV_KEY)) {
+                        free(r->desired_env);
+                        r->desired_env = malloc(set->entries[i].len + 1);
+                        if (!r->desired_env)
+                                return log_oom();
+                        /* with its terminating NUL (configmap.h) */
+                        memcpy(r->desired_env, set->entries[i].value, set->entries[i].len + 1);
+                        r->desired_env_len = set->entries[i].len;
+                }
+        (void) json_object_set_new(r->report, "configmap",
+                                   json_pack("{s:s, s:s, s:s, s:s, s:s}", "name", a->configmap,
+                                             "namespace", r->namespace, "release",
+                                             a->configmap_release, "result", "ok", "found",
+                                             a->configmap_release));
+        say(r, "  configmap %s/%s: present, owned by release %s", r->namespace, a->configmap,
+            a->configmap_release);
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * --verify-image: what a job sees on each replaced node (rollout-verify.h). */
+
+static int note_replaced(Rollout *r, const char *node) {
+        char **l;
+
+        for (size_t i = 0; i < r->n_replaced_nodes; i++)
+                if (streq(r->replaced_nodes[i], node))
+                        return 0;
+        l = realloc(r->replaced_nodes, (r->n_replaced_nodes + 1) * sizeof(char *));
+        if (!l)
+                return log_oom();
+        r->replaced_nodes = l;
+        l[r->n_replaced_nodes] = strdup(node);
+        if (!l[r->n_replaced_nodes])
+                return log_oom();
+        r->n_replaced_nodes++;
+        return 0;
+}
+
+static json_t *names_json(char *const *names, size_t n) {
+        json_t *a = json_array();
+
+        for (size_t i = 0; a && i < n; i++)
+                (void) json_array_append_new(a, json_string(names[i]));
+        return a;
+}
+
+static char *names_joined(char *const *names, size_t n) {
+        _cleanup_free_ char *s = strdup("");
+
+        for (size_t i = 0; s && i < n; i++) {
+                char *t = NULL;
+
+                if (asprintf(&t, "%s%s%s", s, i ? ", " : "", names[i]) < 0)
+                        return NULL;
+                free(s);
+                s = t;
+        }
+        return TAKE_PTR(s);
+}
+
+/* One node: "verified", "mismatch", "skipped" or "failed", said and added to
+ * results; the keys, never a value. *pyxis_absent is set once srun refused
+ * --container-image, and later nodes are skipped for it without running. */
+static const char *verify_node(Rollout *r, const char *node, bool *pyxis_absent, json_t *results,
+                               char **ret_detail) {
+        _cleanup_(slurm_command_report_done) SlurmCommandReport rep = {};
+        _cleanup_(rollout_env_check_done) RolloutEnvCheck check = {};
+        _cleanup_free_ char *out = NULL, *differ = NULL, *missing = NULL, *dynamic = NULL;
+        const char *result;
+        size_t len = 0;
+        int k;
+
+        if (*pyxis_absent)
+                k = -ENOTSUP;
+        else if (!r->desired_env)
+                k = -ENOENT;
+        else
+                k = slurm_container_env(r->slurm, node, r->args->verify_image, &out, &len, &rep);
+        if (k >= 0)
+                k = rollout_env_verify(r->desired_env, r->desired_env_len, out, len, &check);
+        if (k == -ENOMEM)
+                return log_oom(), NULL;
+        differ = names_joined(check.differ, check.n_differ);
+        missing = names_joined(check.missing, check.n_missing);
+        dynamic = names_joined(check.dynamic, check.n_dynamic);
+        if (!differ || !missing || !dynamic)
+                return log_oom(), NULL;
+        if (k == -ENOTSUP) {
+                result = "skipped";
+                if (!*pyxis_absent)
+                        say(r, "  %s", strnull(rep.error));
+                *pyxis_absent = true;
+                (void) asprintf(ret_detail,
+                                "srun does not take --container-image: the pyxis plugin is not "
+                                "installed, so no job runs in a container here");
+        } else if (k == -ENOENT) {
+                result = "skipped";
+                (void) asprintf(ret_detail, "the ConfigMap has no " ROLLOUT_ENV_KEY);
+        } else if (k < 0) {
+                result = "failed";
+                (void) asprintf(ret_detail, "%s",
+                                rep.error ? rep.error : "the job's environment cannot be read");
+        } else if (check.n_differ + check.n_missing > 0) {
+                result = "mismatch";
+                (void) asprintf(ret_detail, "%s%s%s%s%s", check.n_differ ? "differ: " : "", differ,
+                                check.n_differ && check.n_missing ? "; " : "",
+                                check.n_missing ? "missing: " : "", missing);
+        } else {
+                result = "verified";
+                (void) asprintf(ret_detail, "%zu key(s) as in " ROLLOUT_ENV_KEY "%s%s%s",
+                                check.n_same, check.n_dynamic ? "; not compared (${NAME}): " : "",
+                                dynamic, "");
+        }
+        say(r, "verify: node %s: %s: %s", node, result, strnull(*ret_detail));
+        (void) json_array_append_new(
+                results,
+                json_pack("{s:s, s:s, s:o, s:o, s:o, s:s?}", "node", node, "result", result,
+                          "differ", names_json(check.differ, check.n_differ), "missing",
+                          names_json(check.missing, check.n_missing), "not_compared",
+                          names_json(check.dynamic, check.n_dynamic), "detail", *ret_detail));
+        return result;
+}
+
+/* Runs --verify-image on every node this run replaced, once they are back.
+ * Returns how many mismatched or failed (their names and keys said), or
+ * -ENOMEM. */
+static int verify_nodes(Rollout *r) {
+        json_t *v = json_object_get(r->report, "verify"), *results = json_object_get(v, "nodes");
+        bool pyxis_absent = false;
+        int bad = 0;
+
+        if (!r->args->verify_image)
+                return 0;
+        if (r->n_replaced_nodes == 0)
+                say(r, "verify: no worker node was replaced by this run: nothing to verify");
+        for (size_t i = 0; i < r->n_replaced_nodes; i++) {
+                _cleanup_free_ char *detail = NULL;
+                const char *result =
+                        verify_node(r, r->replaced_nodes[i], &pyxis_absent, results, &detail);
+
+                if (!result)
+                        return -ENOMEM;
+                step(r, "verify", r->replaced_nodes[i], result, detail);
+                if (lease_note(r, json_pack("{s:s, s:s, s:s}", "step", "verify", "node",
+                                            r->replaced_nodes[i], "result", result)) < 0)
+                        bad++;
+                if (streq(result, "mismatch") || streq(result, "failed")) {
+                        say(r, "verify failed: node %s: %s", r->replaced_nodes[i], strnull(detail));
+                        bad++;
+                }
+        }
+        return bad;
+}
+
+/* What plan says and the report holds before anything runs. */
+static void verify_plan(Rollout *r) {
+        const RolloutArgs *a = r->args;
+
+        if (!a->verify_image)
+                return;
+        (void) json_object_set_new(r->report, "verify",
+                                   json_pack("{s:s, s:s, s:[]}", "image", a->verify_image, "key",
+                                             ROLLOUT_ENV_KEY, "nodes"));
+        say(r,
+            "  verify: once the nodes are back, `srun -w NODE -N1 -n1 --container-image=%s env` "
+            "on each replaced worker node, the keys of " ROLLOUT_ENV_KEY " compared by SHA-256%s",
+            a->verify_image,
+            r->configmap_refused || r->desired_env ? "" : " (the ConfigMap has none: skipped)");
+}
+
+/* ---------------------------------------------------------------------------
  * The actions */
 
 static int replace_worker(Rollout *r, const RolloutPod *p) {
@@ -1024,6 +1279,9 @@ static int replace_worker(Rollout *r, const RolloutPod *p) {
         if (k < 0)
                 return k;
         step(r, "replace", p->name, "done", p->node);
+        k = note_replaced(r, p->node);
+        if (k < 0)
+                return k;
         say(r, "  pod %s replaced: Ready, %s=True, node %s registered", p->name,
             r->args->condition_type, p->node);
         return 0;
@@ -1227,6 +1485,8 @@ static int finish_pending(Rollout *r) {
                      : k < 0     ? "failed"
                                  : "done",
                      old.node);
+                if (k >= 0 && role == ROLE_WORKER)
+                        k = note_replaced(r, old.node);
                 if (k < 0)
                         return k;
                 say(r, "  pod %s replaced", old.name);
@@ -1336,6 +1596,11 @@ void rollout_done(Rollout *r) {
         rollout_trust_done(&r->trust);
         rollout_lease_done(&r->lease);
         json_decref(r->record);
+        free(r->configmap_refused);
+        free(r->desired_env);
+        for (size_t i = 0; i < r->n_replaced_nodes; i++)
+                free(r->replaced_nodes[i]);
+        free(r->replaced_nodes);
         free(r->holder);
         free(r->namespace);
         free(r->api_url);
@@ -1396,6 +1661,20 @@ int rollout_run(Rollout *r) {
         blockers = report_blockers(r);
 
         unverified = count_unverified(r);
+        /* Before any pod is replaced, a continued rollout's too. */
+        if (a->action == ACTION_PLAN || a->action == ACTION_APPLY) {
+                if (check_configmap(r) < 0)
+                        return finish(r, EXIT_ROLLOUT_FAILED,
+                                      "failed: could not read the ConfigMap");
+                verify_plan(r);
+                if (r->configmap_refused) {
+                        say(r, "refused: %s.", r->configmap_refused);
+                        step(r, "configmap", a->configmap, "refused", r->configmap_refused);
+                        return finish(r, EXIT_ROLLOUT_BLOCKED,
+                                      "refused: no pod is replaced while the ConfigMap check "
+                                      "fails; nothing was changed");
+                }
+        }
         switch (a->action) {
         case ACTION_PLAN:
         case ACTION_STATUS:
@@ -1476,10 +1755,16 @@ int rollout_run(Rollout *r) {
                         (void) lease_release(r, NULL);
                         return finish(r, EXIT_ROLLOUT_FAILED, "incomplete: see the pods above");
                 }
+                k = verify_nodes(r);
                 if (lease_release(r, "done") < 0)
                         return finish(
                                 r, EXIT_ROLLOUT_FAILED,
                                 "failed: the rollout is done, but its Lease was not released");
+                if (k != 0)
+                        return finish(r, EXIT_ROLLOUT_FAILED,
+                                      "verify failed: the replaced pods are current, but a job on "
+                                      "the nodes named above does not see the ConfigMap's "
+                                      "environment (or the check could not run)");
                 if (count_unverified(r) > 0)
                         return finish(r, EXIT_ROLLOUT_FAILED,
                                       "incomplete: the unverified pods above were left alone");

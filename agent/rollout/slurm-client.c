@@ -45,7 +45,7 @@ DEFINE_STRING_TABLE_LOOKUP(slurm_format, SlurmFormat, _SLURM_FORMAT_INVALID);
 /* Running a command */
 
 struct SlurmClient {
-        char *sinfo, *squeue, *scontrol;
+        char *sinfo, *squeue, *scontrol, *srun;
         uint64_t timeout_usec;
         size_t max_output_bytes;
         SlurmFormat format;
@@ -338,7 +338,8 @@ int slurm_client_new(const SlurmConfig *cfg, SlurmClient **ret) {
         c->sinfo = strdup(cfg->sinfo ? cfg->sinfo : "sinfo");
         c->squeue = strdup(cfg->squeue ? cfg->squeue : "squeue");
         c->scontrol = strdup(cfg->scontrol ? cfg->scontrol : "scontrol");
-        if (!c->sinfo || !c->squeue || !c->scontrol)
+        c->srun = strdup(cfg->srun ? cfg->srun : "srun");
+        if (!c->sinfo || !c->squeue || !c->scontrol || !c->srun)
                 return -ENOMEM;
         c->timeout_usec = cfg->timeout_usec ? cfg->timeout_usec : SLURM_DEFAULT_TIMEOUT_USEC;
         c->max_output_bytes =
@@ -366,6 +367,7 @@ SlurmClient *slurm_client_free(SlurmClient *c) {
         free(c->sinfo);
         free(c->squeue);
         free(c->scontrol);
+        free(c->srun);
         free(c->version);
         for (size_t i = 0; c->prefix && c->prefix[i]; i++)
                 free(c->prefix[i]);
@@ -633,4 +635,60 @@ int slurm_resume_nodes(SlurmClient *c, char *const *names, size_t n_names,
 int slurm_down_nodes(SlurmClient *c, char *const *names, size_t n_names, const char *reason,
                      SlurmCommandReport *report) {
         return update(c, names, n_names, "DOWN", strempty(reason), report);
+}
+
+/* ------------------------------------------------------------------------ */
+/* A job's environment */
+
+static bool image_is_valid(const char *s) {
+        if (!s || !*s || s[0] == '-')
+                return false;
+        for (const char *p = s; *p; p++)
+                if ((unsigned char) *p <= ' ' || *p == 0x7f)
+                        return false;
+        return true;
+}
+
+int slurm_container_env(SlurmClient *c, const char *node, const char *image, char **ret_out,
+                        size_t *ret_len, SlurmCommandReport *report) {
+        SlurmCommandReport scratch = {};
+        _cleanup_free_ char *w = NULL, *img = NULL, *t = NULL;
+        uint64_t timeout = c->timeout_usec;
+        size_t max = c->max_output_bytes;
+        RunResult res = {};
+        int r;
+
+        report = report_reset(report, &scratch);
+        if (!update_name_is_valid(node))
+                r = refuse(report, "not a single Slurm node name: \"%s\"", strnull(node));
+        else if (!image_is_valid(image))
+                r = refuse(report, "not an image for --container-image: \"%s\"", strnull(image));
+        else if (asprintf(&img, "--container-image=%s", image) < 0 ||
+                 asprintf(&t, "--time=%u", SLURM_VERIFY_TIME_LIMIT_MIN) < 0)
+                r = -ENOMEM;
+        else {
+                const char *argv[] = {
+                        c->srun, "-w",  node, "-N1", "-n1", t, "--job-name=aicr-enroot-verify",
+                        img,     "env", NULL};
+
+                /* an allocation and an image import take longer than a query */
+                c->timeout_usec = SLURM_VERIFY_TIMEOUT_USEC;
+                c->max_output_bytes = SLURM_VERIFY_MAX_ENV_BYTES;
+                r = run(c, argv, &res, report);
+                c->timeout_usec = timeout;
+                c->max_output_bytes = max;
+                /* getopt's words for an option srun does not know: pyxis
+                 * adds --container-image as a SPANK option */
+                if (r == -EIO && report->stderr_text &&
+                    strstr(report->stderr_text, "unrecognized option") &&
+                    strstr(report->stderr_text, "--container-image"))
+                        r = -ENOTSUP;
+        }
+        if (r >= 0) {
+                *ret_out = res.out;
+                *ret_len = res.out_len;
+        } else
+                free(res.out);
+        slurm_command_report_done(&scratch);
+        return r;
 }

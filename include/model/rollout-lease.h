@@ -11,12 +11,15 @@
  *              {"step": "delete", "pod": P, "uid": U, "node": N, "role": R,
  *               "ready_before": K},
  *              {"step": "ready", "pod": P, "uid": U},
- *              {"step": "resume", "node": N}, ...]}
+ *              {"step": "resume", "node": N},
+ *              {"step": "verify", "node": N, "result": R}, ...]}
  *
  * Each step is added before it is taken (write-ahead): a "delete" without
  * its "ready" is a pod this rollout deleted whose replacement was not yet
  * seen Ready, whatever the Slurm reasons say since (Slinky's preStop hook
- * overwrites them). Never logs.
+ * overwrites them). A "verify" step records what --verify-image found on a
+ * replaced node once the nodes are back ("verified", "mismatch", "skipped",
+ * "failed"); it changes nothing a later run does. Never logs.
  */
 #pragma once
 

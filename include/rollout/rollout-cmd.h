@@ -16,6 +16,7 @@
 
 #include "kube.h"
 #include "rollout-lease.h"
+#include "rollout-verify.h"
 #include "rollout.h"
 #include "slurm-client.h"
 
@@ -35,9 +36,13 @@
 
 /* Exit statuses. */
 #define EXIT_ROLLOUT_DONE         0 /* done, or nothing to do */
-#define EXIT_ROLLOUT_BLOCKED      1 /* plan: work to do (or blocked); apply: blocked, nothing changed */
-#define EXIT_ROLLOUT_USAGE        2 /* bad option */
-#define EXIT_ROLLOUT_FAILED       3 /* a step failed or timed out: the cluster is as reported */
+#define EXIT_ROLLOUT_BLOCKED \
+        1                    /* plan: work to do (or blocked); apply: blocked, nothing changed;
+                                     * plan, apply: the ConfigMap check refused */
+#define EXIT_ROLLOUT_USAGE 2 /* bad option */
+#define EXIT_ROLLOUT_FAILED \
+        3 /* a step failed or timed out: the cluster is as reported;
+                                     * apply: --verify-image found a difference or could not run */
 
 typedef enum RolloutAction {
         ACTION_PLAN,
@@ -67,6 +72,10 @@ typedef struct RolloutArgs {
         SlurmConfig slurm;      /* its exec_prefix is set by cmd_rollout() */
         const char *slurm_exec; /* --slurm-exec, checked by shell_split_words() */
         const char *self;       /* POD_NAME: never replaced */
+        /* --configmap, --configmap-release: the enroot ConfigMap and the Helm
+         * release that must own it */
+        const char *configmap, *configmap_release;
+        const char *verify_image; /* --verify-image; NULL: no verification */
 } RolloutArgs;
 
 /* One run: args is borrowed, everything else is owned (rollout_done()). */
@@ -91,8 +100,15 @@ typedef struct Rollout {
         /* The Lease (rollout-lease.h): as last read or written. */
         RolloutLease lease;
         bool lease_exists;
-        char *holder;                /* this process's identity in it */
-        json_t *record;              /* the record this run writes, once it holds the Lease */
+        char *holder;   /* this process's identity in it */
+        json_t *record; /* the record this run writes, once it holds the Lease */
+        /* The ConfigMap check: NULL when it passed, else why not (said). */
+        char *configmap_refused;
+        char *desired_env; /* its ROLLOUT_ENV_KEY, desired_env_len bytes; NULL: none */
+        size_t desired_env_len;
+        /* The worker nodes this run saw replaced, for --verify-image. */
+        char **replaced_nodes;
+        size_t n_replaced_nodes;
         bool lease_held;             /* this run holds it */
         uint64_t lease_written_usec; /* CLOCK_MONOTONIC of the last write */
 } Rollout;

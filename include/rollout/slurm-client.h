@@ -50,6 +50,7 @@ typedef struct SlurmConfig {
         const char *sinfo;
         const char *squeue;
         const char *scontrol;
+        const char *srun;        /* NULL: "srun" (slurm_container_env() only) */
         uint64_t timeout_usec;   /* per command; 0: SLURM_DEFAULT_TIMEOUT_USEC */
         size_t max_output_bytes; /* stdout per command; 0: SLURM_DEFAULT_MAX_OUTPUT_BYTES */
         SlurmFormat format;
@@ -130,3 +131,21 @@ int slurm_resume_nodes(SlurmClient *c, char *const *names, size_t n_names,
 /* State=DOWN with a reason. */
 int slurm_down_nodes(SlurmClient *c, char *const *names, size_t n_names, const char *reason,
                      SlurmCommandReport *report);
+
+/* slurm_container_env(): srun's --time in minutes, and how long the client
+ * waits for it (the allocation, the image's import, the job). */
+#define SLURM_VERIFY_TIME_LIMIT_MIN 10u
+#define SLURM_VERIFY_TIMEOUT_USEC   ((SLURM_VERIFY_TIME_LIMIT_MIN + 1u) * 60u * 1000000u)
+/* What env may print there. */
+#define SLURM_VERIFY_MAX_ENV_BYTES  (1024u * 1024u)
+
+/* Runs `srun -w NODE -N1 -n1 --time=SLURM_VERIFY_TIME_LIMIT_MIN
+ * --job-name=aicr-enroot-verify --container-image=IMAGE env` (no --pty: the
+ * output is read, never shown) and returns what env printed: *ret_out (new,
+ * *ret_len bytes; it holds the job's values, which the caller must never
+ * print). Returns 0; -ENOTSUP when srun refused --container-image (no pyxis
+ * plugin: "unrecognized option"); -EINVAL (a node name as for
+ * slurm_drain_nodes(), an image that is empty, starts with '-' or holds
+ * control characters: nothing ran); else as slurm_read_nodes(). */
+int slurm_container_env(SlurmClient *c, const char *node, const char *image, char **ret_out,
+                        size_t *ret_len, SlurmCommandReport *report);

@@ -200,13 +200,31 @@ rollout_cleanup() {
         rm -rf "$WORK"
 }
 
+# configmap_json [RELEASE [ENV]]: the enroot ConfigMap as AICR's manifest
+# names it (slinky-slurm-enroot-config), owned by the Helm release RELEASE
+# (annotation meta.helm.sh/release-name; default slinky-slurm-pre, "-" for
+# none), with ENV as its 99-aicr-defaults.env.
+configmap_json() {
+        jq -nc --arg ns "$NS" --arg rel "${1:-slinky-slurm-pre}" --arg env "${2:-NCCL_DEBUG=WARN
+}" '
+                [{metadata: ({name: "slinky-slurm-enroot-config", namespace: $ns,
+                              labels: {"app.kubernetes.io/managed-by": "Helm"}} +
+                             if $rel == "-" then {} else
+                             {annotations: {"meta.helm.sh/release-name": $rel,
+                                            "meta.helm.sh/release-namespace": $ns}} end),
+                  data: {"enroot.conf": "ENROOT_MOUNT_HOME=no\n", "99-aicr-defaults.env": $env}}]'
+}
+
 # start_pods "0:False 1:True ..." LOGIN-STATUS: worker pods slurm-worker-slinky-N
 # (Slurm node slinky-N) with that condition, one login pod; and the admission
 # policies, bound an hour ago (seed_policies), unless NO_POLICIES is set.
 # With ARRIVALS set, the fake records every request's arrival in that file.
+# The fake serves the ConfigMaps of the file CONFIGMAPS, by default
+# configmap_json's.
 start_pods() {
         local spec w
         stop_fake
+        [ -n "${CONFIGMAPS:-}" ] || configmap_json >"$WORK/configmaps.json"
         {
                 echo '{"items": ['
                 for spec in $1; do
@@ -218,7 +236,7 @@ start_pods() {
                 echo ']}'
         } >"$WORK/pods.json"
         start_fake "$WORK/pods.json" --namespace "$NS" --rbac "$ROLLOUT_RBAC" --user "$ROLLOUT_USER" \
-                ${ARRIVALS:+--arrivals "$ARRIVALS"}
+                --configmaps "${CONFIGMAPS:-$WORK/configmaps.json}" ${ARRIVALS:+--arrivals "$ARRIVALS"}
         [ -n "${NO_POLICIES:-}" ] || seed_policies || fail "cannot seed the admission policies"
 }
 

@@ -222,9 +222,11 @@ reset_pods() {
 }
 make_pods
 # the deployed enroot ConfigMap (tests/data/configmap/configmap.json), with a
-# value enroot reads otherwise than it looks
+# value enroot reads otherwise than it looks, owned as AICR's generated
+# release slinky-slurm-pre owns it (the rollout checks that)
 jq '{kind: "ConfigMapList", apiVersion: "v1",
-     items: [.data["enroot.conf"] = "ENROOT_MOUNT_HOME=off\nENROOT_REMAP_ROOT=yes\n"]}' \
+     items: [.data["enroot.conf"] = "ENROOT_MOUNT_HOME=off\nENROOT_REMAP_ROOT=yes\n"
+             | .metadata.annotations["meta.helm.sh/release-name"] = "slinky-slurm-pre"]}' \
         "$TEST_DATA_DIR/configmap/configmap.json" >"$WORK/configmaps.json"
 kube_pki "$WORK/sa" "$NS" docs-test-token
 start_fake "$WORK/pods.json" --namespace "$NS" --configmaps "$WORK/configmaps.json"

@@ -631,6 +631,15 @@ expect_eq "rollout: get a policy (allowed, not there)" 404 \
 rcall PATCH "$STATUS_PATH" -H 'Content-Type: application/strategic-merge-patch+json' -d '{}'
 forbidden "rollout: patch pods/status" "pods \"worker-0\" is forbidden: User \"system:serviceaccount:slurm:aicr-enroot-rollout\" cannot patch resource \"pods/status\" in API group \"\" in the namespace \"slurm\""
 expect_eq "rollout: delete a pod" 200 "$(rapi DELETE "$BASE/pods/login-0")"
+# the enroot ConfigMap: get on that one name only; absent, the real 404 Status
+rcall GET "$BASE/configmaps/slinky-slurm-enroot-config"
+expect_eq "rollout: get the enroot ConfigMap (allowed, not there)" \
+        '404 {"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","message":"configmaps \"slinky-slurm-enroot-config\" not found","code":404}' \
+        "$(head -c 3 "$WORK/status") $(jq -c '{kind, apiVersion, status, reason, message, code}' "$WORK/body")"
+rcall GET "$BASE/configmaps/other"
+forbidden "rollout: get another ConfigMap" "configmaps \"other\" is forbidden: User \"system:serviceaccount:slurm:aicr-enroot-rollout\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"slurm\""
+rcall GET "$BASE/configmaps"
+forbidden "rollout: list ConfigMaps" "configmaps is forbidden: User \"system:serviceaccount:slurm:aicr-enroot-rollout\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"slurm\""
 # a binding to a Role that does not exist grants nothing, and says so
 sed '/^  kind: Role$/{n;s/name: aicr-enroot-rollout$/name: aicr-enroot-rollout-typo/}' \
         "$TOP_SRCDIR/tests/integration/rollout-rbac.yaml" >"$WORK/typo.yaml"

@@ -41,7 +41,7 @@ for code in 401 403 503 drop; do
         expect_said out "$code: result" "failed: could not read the cluster"
         case $code in
         401) expect_said err 401 "$LIST?labelSelector=app.kubernetes.io%2Finstance%3Dslinky-slurm-worker-slinky: 401 Unauthorized: Unauthorized. The API server does not accept the credentials: the token in --serviceaccount-dir, or kubectl proxy's own login" ;;
-        403) expect_said err 403 ": 403 Forbidden: pods is forbidden: User \"$ROLLOUT_USER\" cannot list resource \"pods\" in API group \"\" in the namespace \"$NS\". The rollout needs list, get and delete on pods, and get, create and update on the Lease aicr-enroot-rollout, in namespace $NS" ;;
+        403) expect_said err 403 ": 403 Forbidden: pods is forbidden: User \"$ROLLOUT_USER\" cannot list resource \"pods\" in API group \"\" in the namespace \"$NS\". The rollout needs list, get and delete on pods, get, create and update on the Lease aicr-enroot-rollout, and get on the ConfigMap slinky-slurm-enroot-config, in namespace $NS" ;;
         503) expect_said err 503 ": 503 error: not a Kubernetes Status: <html><body><h1>503 Service Unavailable</h1> No server is available to handle this request. </body></html>" ;;
         drop) expect_said err drop ": no answer: " && expect_said err drop "Is the API server reachable from here?" ;;
         esac

@@ -14,7 +14,8 @@
 # argument; without the prefix the same run cannot reach Slurm; a prefix
 # whose program does not exist, a relay that joins its arguments into one
 # shell line (as ssh does), and a PREFIX a shell would expand each fail
-# clearly with nothing changed; --help documents the option.
+# clearly with nothing changed; --help documents the option; --verify-image's
+# srun goes through the relay as well.
 . "$(dirname "$0")/lib.sh"
 
 : "${TOP_SRCDIR:?run through make check}"
@@ -118,6 +119,21 @@ reason=$(sed -n 's/.*|State=DRAIN|Reason=\(.*\)$/\1/p' "$WORK/calls" | head -1)
 case $reason in *" "*) pass ;; *) fail "the rollout's reason has no blank to test with: '$reason'" ;; esac
 [ -n "$reason" ] && [ "$(head -1 "$WORK/drained" 2>/dev/null)" = "$reason" ] && pass ||
         fail "Slurm recorded '$(head -1 "$WORK/drained" 2>/dev/null)', the rollout sent '$reason'"
+reset_nodes
+
+# --verify-image runs srun through the relay too: the cluster's own srun,
+# which has no pyxis plugin, refuses --container-image, and the rollout skips.
+section "--verify-image through the relay"
+start_pods "0:True 1:True 2:False 3:True" True
+: >"$RELAY_LOG"
+start_controller
+relayed apply --slurm-exec "$PREFIX" --verify-image nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04
+expect_rc 0 "apply --slurm-exec --verify-image"
+stop_controller
+calls
+grep -qx 'env|-u|SINFO_ALL|.*|SLURM_TIME_FORMAT=%s|srun|-w|slinky-2|-N1|-n1|--time=10|--job-name=aicr-enroot-verify|--container-image=nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04|env' "$WORK/calls" &&
+        pass || fail "no srun through the relay: $(grep srun "$WORK/calls" || cat "$WORK/calls")"
+expect_said out "verify through the relay" "verify: node slinky-2: skipped: srun does not take --container-image: the pyxis plugin is not installed"
 reset_nodes
 
 section "a prefix whose program does not exist"

@@ -76,7 +76,12 @@
  *
  * --configmaps FILE holds a ConfigMapList or a JSON list of ConfigMaps in
  * --namespace, served as they are (a resourceVersion is added where missing)
- * and never changed: `kubectl get configmap NAME -o json` reads them.
+ * and never changed: `kubectl get configmap NAME -o json` reads them. A GET
+ * of a name the file does not hold (every name, without --configmaps) gets
+ * the real server's 404 NotFound Status ('configmaps "NAME" not found');
+ * with --rbac, the rules decide first (403 without get on that name). The
+ * metadata, Helm's annotations included, is the file's: the fake keeps no
+ * Helm release history and never prunes a ConfigMap.
  *
  * --pods FILE holds a PodList ({"items": [...]}) or a JSON list of pods; each
  * needs metadata.name; metadata.namespace defaults to --namespace (which

@@ -59,7 +59,9 @@ static const ParseRow parse_rows[] = {
                        "{\\\"step\\\":\\\"delete\\\",\\\"pod\\\":\\\"p0\\\",\\\"uid\\\":\\\"u0\\\","
                        "\\\"role\\\":\\\"worker\\\",\\\"node\\\":\\\"n0\\\"},"
                        "{\\\"step\\\":\\\"ready\\\",\\\"pod\\\":\\\"p0\\\",\\\"uid\\\":\\\"u0\\\"},"
-                       "{\\\"step\\\":\\\"resume\\\",\\\"node\\\":\\\"n0\\\"}"))),
+                       "{\\\"step\\\":\\\"resume\\\",\\\"node\\\":\\\"n0\\\"},"
+                       "{\\\"step\\\":\\\"verify\\\",\\\"node\\\":\\\"n0\\\",\\\"result\\\":"
+                       "\\\"verified\\\"}"))),
          0, NULL, "other", T0 *S, true, LEASE_HELD, LEASE_EXPIRED},
         {"no resourceVersion", "{\"metadata\":{\"name\":\"x\"},\"spec\":{}}", -EBADMSG,
          "resourceVersion", NULL, 0, false, 0, 0},
@@ -77,6 +79,10 @@ static const ParseRow parse_rows[] = {
          LEASE(HELD("o", "2026-12-02T18:05:12Z"),
                ANN(REC("{\\\"step\\\":\\\"delete\\\",\\\"pod\\\":\\\"p0\\\",\\\"role\\\":"
                        "\\\"worker\\\"}"))),
+         -EBADMSG, "lacks its fields", NULL, 0, false, 0, 0},
+        {"verify step without its result",
+         LEASE(HELD("o", "2026-12-02T18:05:12Z"),
+               ANN(REC("{\\\"step\\\":\\\"verify\\\",\\\"node\\\":\\\"n0\\\"}"))),
          -EBADMSG, "lacks its fields", NULL, 0, false, 0, 0},
         {"unknown step",
          LEASE(HELD("o", "2026-12-02T18:05:12Z"), ANN(REC("{\\\"step\\\":\\\"zap\\\"}"))), -EBADMSG,
