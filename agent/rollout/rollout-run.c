@@ -1522,7 +1522,7 @@ static int notify_logins(Rollout *r) {
         _cleanup_free_ const RolloutPod **fresh = NULL;
         const json_t *rec;
         uint64_t grace = r->args->login_grace_usec;
-        int64_t now = (int64_t) now_usec(CLOCK_REALTIME), given = 0, deadline = 0;
+        int64_t given = 0, deadline = 0;
         char at[ROLLOUT_MICROTIME_BYTES], end[32];
         size_t n, m = 0;
         json_t *names;
@@ -1554,16 +1554,21 @@ static int notify_logins(Rollout *r) {
                 step(r, "notify", NULL, "given-earlier", at);
         }
         if (m > 0) {
-                int64_t until = now + (int64_t) grace;
+                int64_t now = (int64_t) now_usec(CLOCK_REALTIME), until = now + (int64_t) grace;
                 _cleanup_free_ char *message = NULL;
 
                 names = json_array();
-                for (size_t i = 0; names && i < m; i++)
-                        (void) json_array_append_new(names, json_string(fresh[i]->name));
+                if (!names)
+                        return log_oom();
+                for (size_t i = 0; i < m; i++)
+                        if (json_array_append_new(names, json_string(fresh[i]->name)) < 0) {
+                                json_decref(names);
+                                return log_oom();
+                        }
                 rollout_microtime_format((uint64_t) now, at);
                 condition_format_time((uint64_t) until, end);
                 /* write-ahead: recorded before anyone is told */
-                k = lease_note(r, json_pack("{s:s, s:s, s:I, s:o?}", "step", "notify", "time", at,
+                k = lease_note(r, json_pack("{s:s, s:s, s:I, s:o}", "step", "notify", "time", at,
                                             "grace_seconds", (json_int_t) (grace / 1000000u),
                                             "pods", names));
                 if (k < 0)

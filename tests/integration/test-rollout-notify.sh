@@ -92,7 +92,11 @@ notice_steps() {
         ctl GET /leases | jq -c '[.[] | select(.metadata.name == "aicr-enroot-rollout") |
                 .metadata.annotations["aicr-enroot-agent/rollout"] | fromjson | .steps[] | select(.step == "notify")]'
 }
-notice_time() { date -d "$(notice_steps | jq -r '.[0].time')" +%s.%N; }
+notice_time() { # 0 when there is none
+        local t
+        t=$(notice_steps | jq -r '.[0].time // empty')
+        if [ -n "$t" ]; then date -d "$t" +%s.%N; else echo 0; fi
+}
 ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; } # A >= B (decimals)
 add() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f\n", a + b }'; }
 
