@@ -103,10 +103,10 @@ add() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f\n", a + b }'; }
 # --- plan: the step, with its defaults --------------------------------------------
 section "plan shows the notice, with the default grace"
 start_login_pods
-LOGIN_GRACE= rollout plan
+LOGIN_GRACE='' rollout plan
 expect_rc 1 "plan"
 expect_said out "plan" "login notice: before the first of 2 login pod(s) goes, no --notify-command: an Event on each (reason EnrootConfigRollout), then a wait of 300 s (--login-grace)"
-LOGIN_GRACE= rollout plan --format json --notify-command "$WORK/notify.sh --all"
+LOGIN_GRACE='' rollout plan --format json --notify-command "$WORK/notify.sh --all"
 expect_rc 1 "plan --format json"
 [ "$(jq -c .login_notice "$WORK/out")" = "{\"pods\":[\"$LA\",\"$LB\"],\"command\":\"$WORK/notify.sh --all\",\"grace_seconds\":300}" ] &&
         pass || fail "plan's login_notice: $(jq -c .login_notice "$WORK/out")"
@@ -253,12 +253,12 @@ if why=$(replace_node_unavailable); then
 else
         start_pods "0:True 1:False 2:True 3:True" True
         : >"$NOTIFY_LOG"
-        LOGIN_GRACE= rollout plan --format json --notify-command "$WORK/notify.sh"
+        LOGIN_GRACE='' rollout plan --format json --notify-command "$WORK/notify.sh"
         expect_rc 1 "plan, no login pod"
         [ "$(jq -c .login_notice "$WORK/out")" = null ] && pass || fail "plan's login_notice: $(jq -c .login_notice "$WORK/out")"
         start_controller
         start=$SECONDS
-        LOGIN_GRACE= rollout apply --notify-command "$WORK/notify.sh"
+        LOGIN_GRACE='' rollout apply --notify-command "$WORK/notify.sh"
         expect_rc 0 "apply, no login pod"
         stop_controller
         [ "$(runs)" = 0 ] && pass || fail "told the users with no login pod to replace"
