@@ -69,6 +69,22 @@ static bool step_valid(const json_t *s) {
                 return str(s, "pod") && str(s, "uid");
         if (streq(name, "verify"))
                 return str(s, "node") && str(s, "result");
+        if (streq(name, "notify")) {
+                const json_t *g = json_object_get(s, "grace_seconds"),
+                             *pods = json_object_get(s, "pods"), *p;
+                int64_t t;
+                size_t i;
+
+                if (!parse_time(str(s, "time"), &t) || !json_is_integer(g) ||
+                    json_integer_value(g) < 0 || json_integer_value(g) > ROLLOUT_NOTICE_MAX_SEC ||
+                    !json_is_array(pods))
+                        return false;
+                json_array_foreach(pods, i, p) {
+                        if (!json_is_string(p))
+                                return false;
+                }
+                return true;
+        }
         return false;
 }
 
@@ -238,6 +254,45 @@ bool rollout_record_has(const json_t *record, const char *step, const char *key,
                 if (streq_ptr(str(s, "step"), step) && v && streq(v, value) &&
                     (!uid || (u && streq(u, uid))))
                         return true;
+        }
+        return false;
+}
+
+bool rollout_record_notice(const json_t *record, int64_t *ret_time_usec,
+                           int64_t *ret_deadline_usec) {
+        int64_t first = 0, deadline = 0;
+        bool found = false;
+        const json_t *s;
+        size_t i;
+
+        json_array_foreach(json_object_get(record, "steps"), i, s) {
+                int64_t t, end;
+
+                if (!streq_ptr(str(s, "step"), "notify") || !parse_time(str(s, "time"), &t))
+                        continue;
+                end = t + json_integer_value(json_object_get(s, "grace_seconds")) * 1000000;
+                first = found && first < t ? first : t;
+                deadline = found && deadline > end ? deadline : end;
+                found = true;
+        }
+        if (found && ret_time_usec)
+                *ret_time_usec = first;
+        if (found && ret_deadline_usec)
+                *ret_deadline_usec = deadline;
+        return found;
+}
+
+bool rollout_record_noticed(const json_t *record, const char *pod) {
+        const json_t *s, *p;
+        size_t i, j;
+
+        json_array_foreach(json_object_get(record, "steps"), i, s) {
+                if (!streq_ptr(str(s, "step"), "notify"))
+                        continue;
+                json_array_foreach(json_object_get(s, "pods"), j, p) {
+                        if (streq_ptr(json_string_value(p), pod))
+                                return true;
+                }
         }
         return false;
 }

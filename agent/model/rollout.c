@@ -37,6 +37,7 @@ void rollout_pod_done(RolloutPod *p) {
         free(p->name);
         free(p->uid);
         free(p->node);
+        free(p->host);
         free(p->why);
         *p = (RolloutPod){};
 }
@@ -84,7 +85,8 @@ int rollout_pod_from_json(const json_t *pod, RolloutRole role, const char *condi
                    *label = json_string_value(json_object_get(
                            json_object_get(json_object_get(pod, "metadata"), "labels"),
                            ROLLOUT_HOSTNAME_LABEL)),
-                   *hostname = string_at(pod, "spec", "hostname");
+                   *hostname = string_at(pod, "spec", "hostname"),
+                   *host = string_at(pod, "spec", "nodeName");
         const json_t *conditions = json_object_get(json_object_get(pod, "status"), "conditions");
         const json_t *c = condition_find(conditions, condition_type);
         const char *status = json_string_value(json_object_get(c, "status")),
@@ -98,6 +100,8 @@ int rollout_pod_from_json(const json_t *pod, RolloutRole role, const char *condi
         p.name = strdup(name);
         p.uid = strdup(uid);
         if (!p.name || !p.uid)
+                return -ENOMEM;
+        if (host && *host && !(p.host = strdup(host)))
                 return -ENOMEM;
         if (role == ROLE_WORKER) {
                 /* The operator's label first: it is the Slurm node name even
@@ -172,6 +176,27 @@ int rollout_pods_from_list(const json_t *list, RolloutRole role, const char *con
         *ret_pods = pods;
         *ret_n = n;
         return 0;
+}
+
+json_t *rollout_notice_event(const char *pod_name, const char *pod_namespace, const char *pod_uid,
+                             const char *message, const char *instance, uint64_t now_usec) {
+        char now[32], name[320], inst[129];
+
+        condition_format_time(now_usec, now);
+        (void) snprintf(name, sizeof name, "%.253s.%llx", pod_name, (unsigned long long) now_usec);
+        (void) snprintf(inst, sizeof inst, "%s", instance ? instance : "");
+        /* No eventTime: an Event without it is validated as the core/v1
+         * Events kubectl and kubelet post (firstTimestamp, count). */
+        return json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, s:s, s:s, s:s, "
+                         "s:s, s:s, s:i, s:{s:s, s:s?}, s:s, s:s?}",
+                         "apiVersion", "v1", "kind", "Event", "metadata", "name", name, "namespace",
+                         pod_namespace, "involvedObject", "apiVersion", "v1", "kind", "Pod", "name",
+                         pod_name, "namespace", pod_namespace, "uid", pod_uid, "reason",
+                         ROLLOUT_NOTICE_REASON, "message", message, "type", "Normal",
+                         "firstTimestamp", now, "lastTimestamp", now, "count", 1, "source",
+                         "component", ROLLOUT_NOTICE_COMPONENT, "host", inst[0] ? inst : NULL,
+                         "reportingComponent", ROLLOUT_NOTICE_COMPONENT, "reportingInstance",
+                         inst[0] ? inst : NULL);
 }
 
 void rollout_id_format(uint64_t now_usec, char buf[static ROLLOUT_ID_BYTES]) {

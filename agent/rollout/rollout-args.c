@@ -94,12 +94,33 @@ static void help(void) {
                "                            globs and operators refused) and never run by a\n"
                "                            shell. The relay must pass the words after it on\n"
                "                            unchanged (kubectl exec does, ssh does not: this is\n"
-               "                            checked first), and the far side needs env(1)\n\n"
+               "                            checked first), and the far side needs env(1)\n"
+               "  --notify-command CMD      run CMD once before the first login pod goes, to\n"
+               "                            tell its users (for example a script that runs\n"
+               "                            `kubectl exec POD -- wall MESSAGE` for each pod);\n"
+               "                            split into words as --slurm-exec is, never run by\n"
+               "                            a shell. Its environment adds AICR_ROLLOUT_ID,\n"
+               "                            _NAMESPACE, _LOGIN_PODS and _LOGIN_NODES (names,\n"
+               "                            blank-separated, same order, - for a node not\n"
+               "                            known), _GRACE_SECONDS, _DELETE_AT (UTC, RFC 3339)\n"
+               "                            and _DELETE_AT_EPOCH. A command that is not found\n"
+               "                            blocks apply before anything changes; one that\n"
+               "                            fails or runs past 60 s is reported, and the\n"
+               "                            rollout goes on (stopping would keep the drained\n"
+               "                            nodes out of service)\n"
+               "  --login-grace SECONDS     then wait this long before the first login pod goes\n"
+               "                            (default %u: time to save work and log out; 0: no\n"
+               "                            wait). Each login pod also gets an Event\n"
+               "                            (reason " ROLLOUT_NOTICE_REASON "). The notice is\n"
+               "                            recorded in the Lease first: a continued rollout\n"
+               "                            tells nobody twice and waits only what is left\n\n"
                "Exit status: 0 done or nothing to do; 1 plan/status: work to do, or blocked\n"
                "(nothing changed), or another rollout holds the Lease, or (plan, apply) the\n"
-               "ConfigMap is missing or not the release's; 2 bad option; 3 a step failed or\n"
-               "timed out, or --verify-image found keys that differ or could not run.\n",
-               ROLLOUT_SETTLE_SEC, ROLLOUT_LEASE_DEFAULT_SEC, SLURM_VERIFY_TIME_LIMIT_MIN);
+               "ConfigMap is missing or not the release's, or the notify command is not found;\n"
+               "2 bad option; 3 a step failed or timed out, or --verify-image found keys that\n"
+               "differ or could not run.\n",
+               ROLLOUT_SETTLE_SEC, ROLLOUT_LEASE_DEFAULT_SEC, SLURM_VERIFY_TIME_LIMIT_MIN,
+               ROLLOUT_LOGIN_GRACE_SEC);
 }
 
 static int parse_seconds(const char *opt, const char *s, uint64_t unit, uint64_t *ret) {
@@ -115,6 +136,12 @@ static int parse_seconds(const char *opt, const char *s, uint64_t unit, uint64_t
         *ret = v * unit;
         return 0;
 }
+
+/* Options with no short letter. */
+enum {
+        ARG_NOTIFY_COMMAND = 0x100 + 'C',
+        ARG_LOGIN_GRACE = 0x100 + 'G',
+};
 
 int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
         static const struct option options[] = {
@@ -144,6 +171,8 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                 {"configmap", required_argument, NULL, 'C'},
                 {"configmap-release", required_argument, NULL, 'R'},
                 {"verify-image", required_argument, NULL, 'V'},
+                {"notify-command", required_argument, NULL, ARG_NOTIFY_COMMAND},
+                {"login-grace", required_argument, NULL, ARG_LOGIN_GRACE},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
@@ -165,6 +194,7 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                 .self = getenv("POD_NAME"),
                 .configmap = ROLLOUT_DEFAULT_CONFIGMAP,
                 .configmap_release = ROLLOUT_DEFAULT_RELEASE,
+                .login_grace_usec = ROLLOUT_LOGIN_GRACE_SEC * 1000000ull,
         };
         optind = 0;
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
@@ -312,6 +342,33 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                         a->slurm_exec = optarg;
                         break;
                 }
+                case ARG_NOTIFY_COMMAND: {
+                        _cleanup_(shell_words_freep) char **words = NULL;
+                        const char *why = NULL;
+
+                        c = shell_split_words(optarg, &words, &why);
+                        if (c == -ENOMEM)
+                                return log_oom();
+                        if (c < 0) {
+                                log_error("--notify-command: \"%s\": %s.", optarg, why);
+                                return -EINVAL;
+                        }
+                        a->notify_command = optarg;
+                        break;
+                }
+                case ARG_LOGIN_GRACE:
+                        /* 0 is allowed: no wait */
+                        if (streq(optarg, "0"))
+                                a->login_grace_usec = 0;
+                        else if (parse_seconds("--login-grace", optarg, 1000000u,
+                                               &a->login_grace_usec) < 0)
+                                return -EINVAL;
+                        else if (a->login_grace_usec > ROLLOUT_NOTICE_MAX_SEC * 1000000ull) {
+                                log_error("--login-grace: more than %d seconds.",
+                                          ROLLOUT_NOTICE_MAX_SEC);
+                                return -EINVAL;
+                        }
+                        break;
                 case 'h':
                         help();
                         return 1;

@@ -12,8 +12,12 @@
  *               "ready_before": K},
  *              {"step": "ready", "pod": P, "uid": U},
  *              {"step": "resume", "node": N},
- *              {"step": "verify", "node": N, "result": R}, ...]}
+ *              {"step": "verify", "node": N, "result": R},
+ *              {"step": "notify", "time": T, "grace_seconds": G, "pods": [P, ...]}, ...]}
  *
+ * A "notify" step is written before the login pods' users are told (T, a
+ * MicroTime) that pods P go G seconds later: a run that continues the
+ * rollout tells nobody twice and waits only what is left of G.
  * Each step is added before it is taken (write-ahead): a "delete" without
  * its "ready" is a pod this rollout deleted whose replacement was not yet
  * seen Ready, whatever the Slurm reasons say since (Slinky's preStop hook
@@ -39,6 +43,8 @@
 #define ROLLOUT_LEASE_MAX_STEPS   1024u
 #define ROLLOUT_LEASE_MAX_BYTES   (192u * 1024u)
 #define ROLLOUT_LEASE_MAX_HOLDER  253u
+/* The longest login grace (--login-grace) a record may hold: a day. */
+#define ROLLOUT_NOTICE_MAX_SEC    86400
 
 typedef enum LeaseOwner {
         LEASE_FREE,    /* no holder: released, or never held */
@@ -102,6 +108,14 @@ int rollout_record_set_state(json_t *record, const char *state);
  * (when uid is not NULL) whose uid is uid. */
 bool rollout_record_has(const json_t *record, const char *step, const char *key, const char *value,
                         const char *uid);
+/* The login notice the record holds ("notify" steps): false when none. Else
+ * *ret_time_usec (may be NULL) is when the first was given and
+ * *ret_deadline_usec (may be NULL) the latest time + grace_seconds among
+ * them: when the users were told their login pods go. */
+bool rollout_record_notice(const json_t *record, int64_t *ret_time_usec,
+                           int64_t *ret_deadline_usec);
+/* True when a "notify" step of the record names pod. */
+bool rollout_record_noticed(const json_t *record, const char *pod);
 /* The "delete" steps with no "ready" after them for the same uid: pods this
  * rollout deleted whose replacement it has not seen. Returns a new array of
  * borrowed-then-copied step objects (a new reference), or NULL when out of

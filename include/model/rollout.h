@@ -60,6 +60,7 @@ typedef struct RolloutPod {
         char *uid;
         RolloutRole role;
         char *node; /* the Slurm node of a worker (rollout_pod_from_json()); NULL for login */
+        char *host; /* spec.nodeName, the Kubernetes node it runs on; NULL when not scheduled */
         PodVerdict verdict;
         char *why;        /* the condition's reason, or "no EnrootConfigCurrent condition" */
         bool ready;       /* condition Ready=True */
@@ -114,6 +115,20 @@ int rollout_policy_check(const json_t *policy, const json_t *binding, const char
  * ROLLOUT_MAX_CLOCK_AHEAD_SEC after now_sec. A pod without the condition,
  * and every pod under t->unchecked, is left as it is. Returns 0 or -ENOMEM. */
 int rollout_pod_verify(RolloutPod *p, const RolloutTrust *t, int64_t now_sec);
+
+/* The reason of the Events the rollout posts on the login pods it is about
+ * to replace (a CamelCase word, as Kubernetes reasons are). */
+#define ROLLOUT_NOTICE_REASON    "EnrootConfigRollout"
+/* Who posts them: source.component and reportingComponent. */
+#define ROLLOUT_NOTICE_COMPONENT "aicr-enroot-agent"
+
+/* A core/v1 Event (type Normal, reason ROLLOUT_NOTICE_REASON) on pod
+ * (name, namespace, uid) saying message, from ROLLOUT_NOTICE_COMPONENT on
+ * instance (a host name, cut to 128 bytes, the API server's limit), named
+ * POD.<hex now_usec> as kubectl-made events are. Returns a new reference or
+ * NULL when out of memory. */
+json_t *rollout_notice_event(const char *pod_name, const char *pod_namespace, const char *pod_uid,
+                             const char *message, const char *instance, uint64_t now_usec);
 
 /* A new id for a rollout starting at now_usec (CLOCK_REALTIME). */
 void rollout_id_format(uint64_t now_usec, char buf[static ROLLOUT_ID_BYTES]);

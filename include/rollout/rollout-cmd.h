@@ -31,6 +31,16 @@
  * (10 s) for an answer; 10 s more for the poll and a ping still running. A
  * RESUME asks for a ping at once, so a healthy node settles within seconds. */
 #define ROLLOUT_SETTLE_SEC        120u
+/* --login-grace's default: how long the users of the login pods have, once
+ * told, before the first login pod goes. An interactive session needs the
+ * time to see the message, finish a command, save a file and log out: five
+ * minutes, as `shutdown +5` gives. In the window strategy the drained nodes
+ * wait that much longer for their resume; every job on them ended already. */
+#define ROLLOUT_LOGIN_GRACE_SEC   300u
+/* How long --notify-command may run, and what of its output is kept. */
+#define ROLLOUT_NOTIFY_RUN_USEC   (60u * 1000000u)
+#define ROLLOUT_NOTIFY_MAX_STDOUT (1024u * 1024u)
+#define ROLLOUT_NOTIFY_MAX_STDERR (64u * 1024u)
 /* How long a resumed node may take to answer slurmctld's ping. */
 #define ROLLOUT_RESPONDING_USEC   (60u * 1000000u)
 
@@ -76,6 +86,9 @@ typedef struct RolloutArgs {
          * release that must own it */
         const char *configmap, *configmap_release;
         const char *verify_image; /* --verify-image; NULL: no verification */
+        /* --notify-command, checked by shell_split_words(); NULL: none */
+        const char *notify_command;
+        uint64_t login_grace_usec; /* --login-grace; 0: no wait */
 } RolloutArgs;
 
 /* One run: args is borrowed, everything else is owned (rollout_done()). */

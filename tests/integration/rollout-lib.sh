@@ -243,11 +243,16 @@ start_pods() {
 # rollout ACTION ARGS...: runs the rollout against the fake, stdout in
 # $WORK/out, stderr in $WORK/err, sets RC. POD_TIMEOUT (seconds, default 60)
 # bounds the wait for a replacement; SLURM_BIN, when set, is put first on
-# the rollout's PATH (wrappers around Slurm's commands).
+# the rollout's PATH (wrappers around Slurm's commands). LOGIN_GRACE
+# (seconds, default 0) is --login-grace, so that a case that replaces a login
+# pod does not wait the default 300 s; set it empty for the default
+# (test-rollout-notify.sh tests the notice and its grace).
+LOGIN_GRACE=${LOGIN_GRACE-0}
 rollout() {
         RC=0
         PATH="${SLURM_BIN:+$SLURM_BIN:}$PATH" "$AGENT" rollout "$@" --kube-api "$API" \
                 --serviceaccount-dir "$WORK/sa" --namespace "$NS" --poll-interval 100 \
+                ${LOGIN_GRACE:+--login-grace "$LOGIN_GRACE"} \
                 --pod-timeout "${POD_TIMEOUT:-60}" --jobs-timeout 30 >"$WORK/out" 2>"$WORK/err" || RC=$?
 }
 expect_rc() { # WANT LABEL

@@ -514,6 +514,26 @@ expect_eq "same name again: reason" AlreadyExists "$(body .reason)"
 expect_eq "involvedObject in another namespace" 422 \
         "$(api POST "$BASE/events" -H 'Content-Type: application/json' --data-binary "$(event worker-0.2 other)")"
 expect_eq "event: invalid JSON" 400 "$(api POST "$BASE/events" -H 'Content-Type: application/json' --data-binary '{')"
+# the create handler's checks: the body's kind and group version, its namespace
+post_event() { api POST "$BASE/events" -H 'Content-Type: application/json' --data-binary "$1"; }
+expect_eq "event: a Pod posted as an Event" "400 Pod in version \"v1\" cannot be handled as a Event" \
+        "$(post_event "$(event worker-0.3 | jq -c '.kind = "Pod"')") $(body .message | sed 's/: no kind.*//')"
+expect_eq "event: events.k8s.io/v1 posted to core/v1" "400 the API version in the data (events.k8s.io/v1) does not match the expected API version (v1)" \
+        "$(post_event "$(event worker-0.4 | jq -c '.apiVersion = "events.k8s.io/v1"')") $(body .message)"
+expect_eq "event: another namespace in the body" "400 the namespace of the provided object does not match the namespace sent on the request" \
+        "$(post_event "$(event worker-0.5 | jq -c '.metadata.namespace = "other"')") $(body .message)"
+expect_eq "event: no involvedObject namespace" "422 Event \"worker-0.6\" is invalid: involvedObject.namespace: Invalid value: \"\": does not match event.namespace" \
+        "$(post_event "$(event worker-0.6 | jq -c 'del(.involvedObject.namespace)')") $(body .message)"
+# with eventTime, the newer Event's fields are required (legacyValidateEvent)
+expect_eq "event: eventTime without reportingComponent" "422 Event \"worker-0.7\" is invalid: source: Required value" \
+        "$(post_event "$(event worker-0.7 | jq -c '.eventTime = "2026-12-06T10:00:00.000000Z"')") $(body .message)"
+expect_eq "event: eventTime with all its fields" 201 \
+        "$(post_event "$(event worker-0.8 | jq -c '.eventTime = "2026-12-06T10:00:00.000000Z" | .reportingComponent = "c" |
+                .reportingInstance = "i" | .action = "Notify"')")"
+# kind and apiVersion may be left out: the path says them; stored with both
+expect_eq "event: no kind or apiVersion" "201 Event v1" \
+        "$(post_event "$(event worker-0.9 | jq -c 'del(.kind, .apiVersion)')") $(body '.kind + " " + (.apiVersion // "v1")')"
+expect_eq "events stored" "worker-0.1 worker-0.8 worker-0.9" "$(ctl GET /events | jq -r '[.[].metadata.name] | join(" ")')"
 
 # --- admission policies: cluster-scoped, read-only, 404 until the test creates them -----
 ADM=/apis/admissionregistration.k8s.io/v1
@@ -640,6 +660,10 @@ rcall GET "$BASE/configmaps/other"
 forbidden "rollout: get another ConfigMap" "configmaps \"other\" is forbidden: User \"system:serviceaccount:slurm:aicr-enroot-rollout\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"slurm\""
 rcall GET "$BASE/configmaps"
 forbidden "rollout: list ConfigMaps" "configmaps is forbidden: User \"system:serviceaccount:slurm:aicr-enroot-rollout\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"slurm\""
+expect_eq "rollout: create a core Event (the login notice)" 201 "$(rapi POST "$BASE/events" -H 'Content-Type: application/json' \
+        -d '{"metadata": {"name": "login-0.1"}, "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": "slurm", "name": "login-0"}, "reason": "EnrootConfigRollout", "type": "Normal"}')"
+rcall GET "$BASE/events"
+forbidden "rollout: list events" "events is forbidden: User \"system:serviceaccount:slurm:aicr-enroot-rollout\" cannot list resource \"events\" in API group \"\" in the namespace \"slurm\""
 # a binding to a Role that does not exist grants nothing, and says so
 sed '/^  kind: Role$/{n;s/name: aicr-enroot-rollout$/name: aicr-enroot-rollout-typo/}' \
         "$TOP_SRCDIR/tests/integration/rollout-rbac.yaml" >"$WORK/typo.yaml"

@@ -214,6 +214,10 @@ reject "a rollout Role without delete" "the Role's other rules are those of test
         rollout/rbac.yaml 's/verbs: \[list, get, delete\]/verbs: [list, get]/'
 reject "a rollout Role that reads every ConfigMap" "the Role's other rules are those of tests/integration/rollout-rbac.yaml" \
         rollout/rbac.yaml '/resourceNames: \[slinky-slurm-enroot-config\]/d'
+reject "a rollout Role without create on events (the login notice)" "the Role's other rules are those of tests/integration/rollout-rbac.yaml" \
+        rollout/rbac.yaml '/resources: \[events\]/,+1d'
+reject "a rollout Role that may also delete events" "the Role's other rules are those of tests/integration/rollout-rbac.yaml" \
+        rollout/rbac.yaml '/resources: \[events\]/{n;s/verbs: \[create\]/verbs: [create, delete]/}'
 reject "a rollout Role that execs into every pod" "the Role allows kubectl exec into slurm-controller-0 only" \
         rollout/rbac.yaml '/resourceNames: \[slurm-controller-0\]/d'
 reject "a rollout ClusterRole with a verb too many" "the ClusterRole's rules are those of" \

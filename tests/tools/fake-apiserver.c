@@ -20,6 +20,14 @@
  *   PATCH  /api/v1/namespaces/NS/pods/NAME/status  (strategic merge or merge patch)
  *   DELETE /api/v1/namespaces/NS/pods/NAME
  *   POST   /api/v1/namespaces/NS/events, /apis/events.k8s.io/v1/namespaces/NS/events
+ *          (201 with the Event, stored for GET /events on the control port;
+ *          400 for a body of another kind or apiVersion than the path's, or
+ *          a metadata.namespace other than the path's; 409 for a name that
+ *          exists; 422 for what the real validation refuses: on core/v1 only
+ *          legacyValidateEvent's checks (involvedObject.namespace against the
+ *          Event's; with eventTime, reportingComponent, reportingInstance,
+ *          action, reason and their lengths); on events.k8s.io/v1 the
+ *          regarding object's namespace, type and reason's length)
  *   GET    /api, /api/v1, /apis, /apis/events.k8s.io/v1   (discovery, for kubectl)
  *   GET    /api/v1/namespaces/NS   (the namespace itself, for kubectl)
  *   GET    /api/v1/namespaces/NS/configmaps[/NAME]   (--configmaps FILE, read-only)
@@ -128,6 +136,12 @@
  * other resource and subresource: RBAC objects,
  * access reviews, logs, exec and port-forward get 404 (after --rbac's check).
  * PATCH and PUT of a pod itself get 405 where --rbac allows them.
+ * Of Events: a 422 names only the first invalid field where the real one lists
+ * all; events.k8s.io/v1's other checks (name, reportingController,
+ * eventTime required, series), their get, list, watch, update, patch and
+ * delete, the server's own deduplication and rate limits, and their expiry
+ * (one hour, --event-ttl) are not modelled: at most FAKE_MAX_EVENTS are
+ * kept, the oldest dropped first.
  * Also not modelled: admission (the ValidatingAdmissionPolicies are stored
  * for clients to read, never evaluated: any status patch the rules allow
  * lands, for any pod), several tokens or users on one server, token
@@ -2504,9 +2518,70 @@ static enum MHD_Result api_delete_pod(Server *s, Request *r, const Route *rt) {
         return api_answer(r, 200, TAKE_PTR(gone), -1);
 }
 
+/* What a core/v1 Event create is checked for (kubernetes
+ * pkg/apis/core/validation/events.go, legacyValidateEvent; a core/v1 create
+ * gets no other check of its fields): without eventTime, an Event as
+ * kubectl and kubelet post it, whose involvedObject.namespace must be the
+ * Event's (or empty, for an Event in "" or "default"); with eventTime, the
+ * fields of the newer Events, reportingComponent (named "source" in the
+ * message), reportingInstance, action and reason present and bounded, and
+ * the message at most 1024 bytes. false with the first error in buf. */
+static bool event_legacy_valid(const json_t *ev, const char *ns, char *buf, size_t size) {
+        const json_t *inv = json_object_get(ev, "involvedObject");
+        const char *ins = strempty(json_str(inv, "namespace")), *et = json_str(ev, "eventTime");
+        static const struct {
+                const char *key, *field;
+                size_t max;
+        } required[] = {
+                {"reportingComponent", "source", 0},
+                {"reportingInstance", "reportingInstance", 128},
+                {"action", "action", 128},
+                {"reason", "reason", 128},
+        };
+        const char *msg = json_str(ev, "message");
+
+        if (!et || !*et) {
+                if (*ins ? !streq(ins, ns) : *ns && !streq(ns, "default")) {
+                        (void) snprintf(buf, size,
+                                        "involvedObject.namespace: Invalid value: \"%s\": does "
+                                        "not match event.namespace",
+                                        ins);
+                        return false;
+                }
+                return true;
+        }
+        if (!*ins && !streq(ns, "default") && !streq(ns, "kube-system")) {
+                (void) snprintf(buf, size,
+                                "involvedObject.namespace: Invalid value: \"\": does not match "
+                                "event.namespace");
+                return false;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(required); i++) {
+                const char *v = json_str(ev, required[i].key);
+
+                if (!v || !*v) {
+                        (void) snprintf(buf, size, "%s: Required value", required[i].field);
+                        return false;
+                }
+                if (required[i].max && strlen(v) > required[i].max) {
+                        (void) snprintf(buf, size,
+                                        "%s: Invalid value: \"\": can have at most %zu characters",
+                                        required[i].field, required[i].max);
+                        return false;
+                }
+        }
+        if (msg && strlen(msg) > 1024) {
+                (void) snprintf(buf, size,
+                                "message: Invalid value: \"\": can have at most 1024 characters");
+                return false;
+        }
+        return true;
+}
+
 static enum MHD_Result api_create_event(Server *s, Request *r, const Route *rt) {
         _cleanup_(json_decrefp) json_t *ev = NULL;
-        const char *name, *generate, *ns, *type, *kind, *reason;
+        const char *name, *generate, *ns, *type, *kind, *reason, *version;
+        const char *want_version = rt->events_api ? "events.k8s.io/v1" : "v1";
         json_t *meta, *involved;
         json_error_t err;
         char stamp[32], uid[37];
@@ -2522,10 +2597,23 @@ static enum MHD_Result api_create_event(Server *s, Request *r, const Route *rt) 
                         status_new(400, NULL, "the Event must be an object with metadata", NULL),
                         -1);
         kind = json_str(ev, "kind");
+        version = json_str(ev, "apiVersion");
+        /* The decoder reads the body as the kind it names, then converts it
+         * to an Event; the handler then checks the group version
+         * (apiserver endpoints/handlers/create.go, transformDecodeError). */
         if (kind && !streq(kind, "Event"))
                 return api_answer(r, 400,
                                   status_newf(400, NULL, NULL,
-                                              "kind \"%s\" posted to the events resource", kind),
+                                              "%s in version \"%s\" cannot be handled as a Event: "
+                                              "no kind \"%s\" is registered for the Event resource",
+                                              kind, version ? version : want_version, kind),
+                                  -1);
+        if (version && !streq(version, want_version))
+                return api_answer(r, 400,
+                                  status_newf(400, NULL, NULL,
+                                              "the API version in the data (%s) does not match "
+                                              "the expected API version (%s)",
+                                              version, want_version),
                                   -1);
         ns = json_str(meta, "namespace");
         if (ns && !streq(ns, rt->ns))
@@ -2577,7 +2665,15 @@ static enum MHD_Result api_create_event(Server *s, Request *r, const Route *rt) 
                                                            -1);
         }
         involved = json_object_get(ev, rt->events_api ? "regarding" : "involvedObject");
-        if (!json_is_object(involved) || !streq_ptr(json_str(involved, "namespace"), rt->ns))
+        if (!rt->events_api) {
+                char bad[256];
+
+                if (!event_legacy_valid(ev, rt->ns, bad, sizeof bad))
+                        return api_answer(r, 422,
+                                          status_newf(422, NULL, details_new(name, "Event"),
+                                                      "Event \"%s\" is invalid: %s", name, bad),
+                                          -1);
+        } else if (!json_is_object(involved) || !streq_ptr(json_str(involved, "namespace"), rt->ns))
                 return api_answer(r, 422,
                                   status_newf(422, NULL, details_new(name, "Event"),
                                               "Event \"%s\" is invalid: %s.namespace: Invalid "
@@ -2586,7 +2682,7 @@ static enum MHD_Result api_create_event(Server *s, Request *r, const Route *rt) 
                                               strempty(json_str(involved, "namespace"))),
                                   -1);
         type = json_str(ev, "type");
-        if (type && !streq(type, "Normal") && !streq(type, "Warning"))
+        if (rt->events_api && type && !streq(type, "Normal") && !streq(type, "Warning"))
                 return api_answer(r, 422,
                                   status_newf(422, NULL, details_new(name, "Event"),
                                               "Event \"%s\" is invalid: type: Unsupported value: "
@@ -2594,7 +2690,7 @@ static enum MHD_Result api_create_event(Server *s, Request *r, const Route *rt) 
                                               name, type),
                                   -1);
         reason = json_str(ev, "reason");
-        if (reason && strlen(reason) > 128)
+        if (rt->events_api && reason && strlen(reason) > 128)
                 return api_answer(r, 422,
                                   status_newf(422, NULL, details_new(name, "Event"),
                                               "Event \"%s\" is invalid: reason: Too long: may not "

@@ -237,11 +237,85 @@ static void test_limits(void **state) {
         json_decref(rec);
 }
 
+/* The login notice: "notify" steps, as read back from a Lease. */
+typedef struct NoticeRow {
+        const char *name;
+        const char *steps; /* the record's steps, JSON */
+        bool valid;        /* the record is accepted */
+        bool notice;
+        int64_t time_usec, deadline_usec;
+        const char *noticed, *not_noticed; /* pods named, and not */
+} NoticeRow;
+
+#define NOTIFY(time, grace, pods)                                                                \
+        "{\"step\":\"notify\",\"time\":\"" time "\",\"grace_seconds\":" grace ",\"pods\":[" pods \
+        "]}"
+
+static const NoticeRow notice_rows[] = {
+        {"none", "[]", true, false, 0, 0, NULL, "a"},
+        {"one", "[" NOTIFY("2026-12-02T18:05:12.500000Z", "300", "\"a\",\"b\"") "]", true, true,
+         T0 *S + 500000, (T0 + 300) * S + 500000, "b", "c"},
+        {"no grace", "[" NOTIFY("2026-12-02T18:05:12Z", "0", "\"a\"") "]", true, true, T0 *S, T0 *S,
+         "a", "b"},
+        {"two: the first time, the latest end",
+         "[" NOTIFY("2026-12-02T18:05:12Z", "300", "\"a\"") "," NOTIFY("2026-12-02T18:06:12Z", "30",
+                                                                       "\"b\"") "]",
+         true, true, T0 *S, (T0 + 300) * S, "b", "c"},
+        {"a later notice that ends last",
+         "[" NOTIFY("2026-12-02T18:05:12Z", "10", "\"a\"") "," NOTIFY("2026-12-02T18:06:12Z", "30",
+                                                                      "\"b\"") "]",
+         true, true, T0 *S, (T0 + 90) * S, "a", "c"},
+        {"no time", "[{\"step\":\"notify\",\"grace_seconds\":1,\"pods\":[]}]", false},
+        {"a time that is not one", "[" NOTIFY("yesterday", "1", "") "]", false},
+        {"negative grace", "[" NOTIFY("2026-12-02T18:05:12Z", "-1", "") "]", false},
+        {"grace over a day", "[" NOTIFY("2026-12-02T18:05:12Z", "86401", "") "]", false},
+        {"grace not a number", "[" NOTIFY("2026-12-02T18:05:12Z", "\"300\"", "") "]", false},
+        {"a pod that is not a name", "[" NOTIFY("2026-12-02T18:05:12Z", "1", "7") "]", false},
+        {"no pods", "[{\"step\":\"notify\",\"time\":\"2026-12-02T18:05:12Z\",\"grace_seconds\":1}]",
+         false},
+};
+
+static void test_notice(void **state) {
+        (void) state;
+        for (size_t i = 0; i < sizeof notice_rows / sizeof notice_rows[0]; i++) {
+                const NoticeRow *row = &notice_rows[i];
+                json_t *rec = json_pack("{s:s, s:s, s:o}", "id", "20261202T180512Z", "state",
+                                        "running", "steps", json_loads(row->steps, 0, NULL));
+                char *text = json_dumps(rec, JSON_COMPACT);
+                json_t *lease = json_pack("{s:{s:s, s:{s:s}}}", "metadata", "resourceVersion", "7",
+                                          "annotations", ROLLOUT_LEASE_ANNOTATION, text);
+                RolloutLease l = {};
+                const char *error = NULL;
+                int64_t t = -1, d = -1;
+                int k = rollout_lease_parse(lease, &l, &error);
+
+                print_message("%s\n", row->name);
+                assert_int_equal(k, row->valid ? 0 : -EBADMSG);
+                if (row->valid) {
+                        assert_int_equal(rollout_record_notice(l.record, &t, &d), row->notice);
+                        if (row->notice) {
+                                assert_int_equal(t, row->time_usec);
+                                assert_int_equal(d, row->deadline_usec);
+                        } else
+                                assert_int_equal(t, -1); /* written only when found */
+                        if (row->noticed)
+                                assert_true(rollout_record_noticed(l.record, row->noticed));
+                        assert_false(rollout_record_noticed(l.record, row->not_noticed));
+                } else
+                        assert_non_null(strstr(error, "lacks its fields"));
+                rollout_lease_done(&l);
+                json_decref(lease);
+                json_decref(rec);
+                free(text);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse),
                 cmocka_unit_test(test_round_trip),
                 cmocka_unit_test(test_limits),
+                cmocka_unit_test(test_notice),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -461,12 +461,66 @@ static void test_pod_verify(void **state) {
         assert_string_equal(pod_verdict_to_string(VERDICT_UNVERIFIED), "unverified");
 }
 
+/* The login notice's Event: a core/v1 Event on the pod, with its UID, and
+ * spec.nodeName kept for the notice's environment. */
+static void test_notice_event(void **state) {
+        char inst[200];
+        json_t *ev, *pod;
+        RolloutPod p = {};
+
+        (void) state;
+        memset(inst, 'h', sizeof inst - 1);
+        inst[sizeof inst - 1] = '\0';
+        ev = rollout_notice_event("login-a", "slurm", "uid-a", "goes at T", inst,
+                                  UINT64_C(1796234712) * 1000000u + 255u);
+        assert_non_null(ev);
+        assert_string_equal(json_string_value(json_object_get(ev, "apiVersion")), "v1");
+        assert_string_equal(json_string_value(json_object_get(ev, "kind")), "Event");
+        assert_string_equal(
+                json_string_value(json_object_get(json_object_get(ev, "metadata"), "name")),
+                "login-a.661aa7bf126ff");
+        assert_string_equal(
+                json_string_value(json_object_get(json_object_get(ev, "metadata"), "namespace")),
+                "slurm");
+        pod = json_object_get(ev, "involvedObject");
+        assert_string_equal(json_string_value(json_object_get(pod, "kind")), "Pod");
+        assert_string_equal(json_string_value(json_object_get(pod, "apiVersion")), "v1");
+        assert_string_equal(json_string_value(json_object_get(pod, "name")), "login-a");
+        assert_string_equal(json_string_value(json_object_get(pod, "namespace")), "slurm");
+        assert_string_equal(json_string_value(json_object_get(pod, "uid")), "uid-a");
+        assert_string_equal(json_string_value(json_object_get(ev, "type")), "Normal");
+        assert_string_equal(json_string_value(json_object_get(ev, "reason")),
+                            ROLLOUT_NOTICE_REASON);
+        assert_string_equal(json_string_value(json_object_get(ev, "message")), "goes at T");
+        assert_string_equal(json_string_value(json_object_get(ev, "firstTimestamp")),
+                            "2026-12-02T18:05:12Z");
+        assert_string_equal(
+                json_string_value(json_object_get(json_object_get(ev, "source"), "component")),
+                "aicr-enroot-agent");
+        assert_string_equal(json_string_value(json_object_get(ev, "reportingComponent")),
+                            "aicr-enroot-agent");
+        /* the API server's limit on reportingInstance */
+        assert_int_equal(strlen(json_string_value(json_object_get(ev, "reportingInstance"))), 128);
+        assert_null(json_object_get(ev, "eventTime"));
+        json_decref(ev);
+
+        pod = json_loads("{\"metadata\":{\"name\":\"login-a\",\"uid\":\"u\"},"
+                         "\"spec\":{\"nodeName\":\"k8s-7\"}}",
+                         0, NULL);
+        assert_int_equal(
+                rollout_pod_from_json(pod, ROLE_LOGIN, "EnrootConfigCurrent", true, &p, NULL), 0);
+        assert_string_equal(p.host, "k8s-7");
+        assert_null(p.node);
+        rollout_pod_done(&p);
+        json_decref(pod);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_pods),       cmocka_unit_test(test_list),
-                cmocka_unit_test(test_ids),        cmocka_unit_test(test_claims),
-                cmocka_unit_test(test_settling),   cmocka_unit_test(test_policy_check),
-                cmocka_unit_test(test_pod_verify),
+                cmocka_unit_test(test_notice_event), cmocka_unit_test(test_pods),
+                cmocka_unit_test(test_list),         cmocka_unit_test(test_ids),
+                cmocka_unit_test(test_claims),       cmocka_unit_test(test_settling),
+                cmocka_unit_test(test_policy_check), cmocka_unit_test(test_pod_verify),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
