@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * aicr-enroot-agent lint [--format text|json] [--strict] [--type conf|env]
+ *                        (--type raw is refused: raw files have no rules)
  *                        [--job-scoped KEY[,KEY...]] [--configmap FILE|-] [FILE...]
  */
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include "configmap.h"
 #include "fileio.h"
 #include "log.h"
+#include "file-format.h"
 #include "print.h"
 
 /* Rendered output is bounded: a 1 MiB file yields at most a few findings per line. */
@@ -35,7 +37,9 @@ static void help(void) {
                "environ.d/*.env files, as FILE:LINE: error|warning[ID]: message.\n\n"
                "  --format text|json      output format (default text)\n"
                "  --strict                exit 1 on warnings too\n"
-               "  --type conf|env         file type (default: from the name, *.env or *.conf)\n"
+               "  --type conf|env         file type (default: from the name, *.env or *.conf);\n"
+               "                          raw files (the agent's --file KEY=PATH:raw) have no\n"
+               "                          rules, and --type raw is refused\n"
                "  --job-scoped KEY[,KEY]  more keys that belong to a job, not to every container\n"
                "  --configmap FILE|-      lint each data key of a ConfigMap in JSON\n"
                "                          (kubectl get configmap NAME -o json)\n"
@@ -81,7 +85,9 @@ static int lint_one(LintRun *run, const char *display, const char *key_name, con
                 run->trouble = true;
                 return log_error_errno(-EINVAL,
                                        "Cannot tell whether \"%s\" is an enroot.conf or an .env "
-                                       "file from its name: use --type conf or --type env.",
+                                       "file from its name: use --type conf or --type env (a file "
+                                       "enroot does not read is raw to the agent, with nothing "
+                                       "to lint).",
                                        display);
         }
 
@@ -102,8 +108,13 @@ static int lint_one(LintRun *run, const char *display, const char *key_name, con
         run->n_errors += l->n_errors;
         run->n_warnings += l->n_warnings;
         if (run->format == PRINT_JSON) {
+                /* the format as the agent's --file names it */
+                FileFormat f = t == DOC_ENV ? FILE_FORMAT_ENROOT_ENV : FILE_FORMAT_ENROOT_CONF;
                 json_t *o = print_lint_json(display, doc_type_to_string(t), l);
-                if (!o || json_array_append_new(run->files, o) < 0)
+
+                if (!o ||
+                    json_object_set_new(o, "format", json_string(file_format_to_string(f))) < 0 ||
+                    json_array_append_new(run->files, o) < 0)
                         return log_oom();
                 return 0;
         }
@@ -216,6 +227,22 @@ int cmd_lint(int argc, char **argv) {
                         run.strict = true;
                         break;
                 case 't':
+                        if (streq(optarg, "raw") || streq(optarg, "enroot-conf") ||
+                            streq(optarg, "enroot-env")) {
+                                FileFormat f = file_format_from_string(optarg);
+
+                                if (f == FILE_FORMAT_RAW) {
+                                        /* Pretending would be worse: enroot's rules say
+                                         * nothing about a file enroot never reads. */
+                                        log_error("--type raw: lint has rules only for enroot.conf "
+                                                  "and environ.d .env files; a raw file is "
+                                                  "compared byte for byte and never linted (\"diff "
+                                                  "--type raw\" compares two of them).");
+                                        return EXIT_TROUBLE;
+                                }
+                                run.type = f == FILE_FORMAT_ENROOT_ENV ? DOC_ENV : DOC_CONF;
+                                break;
+                        }
                         run.type = doc_type_from_string(optarg);
                         if (run.type < 0) {
                                 log_error("--type: \"%s\" is not conf or env.", optarg);

@@ -204,7 +204,8 @@ static void fill_input(const Manager *m, size_t i, const VolumeSnapshot *snap, i
         *in = (EvalInput){
                 .key = spec->key,
                 .running_path = spec->path,
-                .type = evaluate_doc_type(spec->key),
+                .format = spec->format,
+                .type = evaluate_doc_type(spec->format),
                 .desired_version = snap ? snap->version : NULL,
                 .nlink_known = rf->have_stat,
                 .nlink = rf->nlink,
@@ -708,6 +709,7 @@ static int start_podsync(Manager *m) {
                                          .pod_namespace = ns,
                                          .pod_uid = o->pod_uid,
                                          .condition_type = o->condition_type,
+                                         .counts_only = o->condition_counts_only,
                                          .component = PACKAGE_NAME,
                                          .on_pod = on_pod,
                                          .userdata = m},

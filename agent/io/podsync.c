@@ -28,7 +28,8 @@ struct PodSync {
         sd_event *event;
         KubeClient *client;
         char *name, *namespace, *uid, *type, *component;
-        char *pods_path; /* /api/v1/namespaces/NS/pods */
+        bool counts_only; /* the condition names no key (condition.h) */
+        char *pods_path;  /* /api/v1/namespaces/NS/pods */
         void (*on_pod)(const json_t *pod, void *userdata);
         void *userdata;
 
@@ -808,7 +809,7 @@ int podsync_update(PodSync *s, const Report *r) {
         _cleanup_(condition_done) Condition c = {};
         int k;
 
-        k = condition_from_report(r, s->type, &c);
+        k = condition_from_report_detail(r, s->type, s->counts_only, &c);
         if (k < 0)
                 return k;
         if (s->have_want && conditions_equal(&s->want, &c))
@@ -897,6 +898,7 @@ int podsync_new(sd_event *e, KubeClient *client, const PodSyncConfig *cfg, PodSy
         s->name = strdup(cfg->pod_name);
         s->namespace = strdup(cfg->pod_namespace);
         s->type = strdup(cfg->condition_type);
+        s->counts_only = cfg->counts_only;
         s->component = strdup(cfg->component);
         s->on_pod = cfg->on_pod;
         s->userdata = cfg->userdata;

@@ -61,7 +61,13 @@ static int put_changes(StrBuf *b, const FileReport *f) {
 }
 
 static int put_file(StrBuf *b, const FileReport *f) {
-        int r = strbuf_printf(b, "%s %s", f->key, file_state_to_string(f->state));
+        /* The format is named where the key's name does not imply it:
+         * enroot.conf and *.env judged as enroot reads them say nothing
+         * more, as they always did. */
+        bool named = f->format != file_format_for_key(f->key) || f->format == FILE_FORMAT_RAW;
+        int r = strbuf_printf(b, "%s%s%s%s %s", f->key, named ? " (" : "",
+                              named ? file_format_to_string(f->format) : "", named ? ")" : "",
+                              file_state_to_string(f->state));
 
         if (r >= 0 && f->state == FILE_DRIFTED)
                 r = put_changes(b, f);
@@ -73,7 +79,31 @@ static int put_file(StrBuf *b, const FileReport *f) {
         return r;
 }
 
-static int build_message(const Report *r, ConditionStatus status, char **ret) {
+/* "3 files: 2 current, 1 drifted; 1 superseded mount": no names at all. */
+static int put_counts(StrBuf *b, const Report *r) {
+        size_t n[_FILE_STATE_MAX] = {}, superseded = 0;
+        const char *sep = ": ";
+        int k;
+
+        for (size_t i = 0; i < r->n_files; i++) {
+                if (r->files[i].state >= 0 && r->files[i].state < _FILE_STATE_MAX)
+                        n[r->files[i].state]++;
+                superseded += r->files[i].superseded;
+        }
+        k = strbuf_printf(b, "%zu file%s", r->n_files, r->n_files == 1 ? "" : "s");
+        for (FileState s = 0; s < _FILE_STATE_MAX && k >= 0; s++) {
+                if (n[s] == 0)
+                        continue;
+                k = strbuf_printf(b, "%s%zu %s", sep, n[s], file_state_to_string(s));
+                sep = ", ";
+        }
+        if (k >= 0 && superseded > 0)
+                k = strbuf_printf(b, "; %zu mounted from a superseded ConfigMap version",
+                                  superseded);
+        return k;
+}
+
+static int build_message(const Report *r, ConditionStatus status, bool counts_only, char **ret) {
         StrBuf b = STRBUF_INIT(CONDITION_MAX_MESSAGE_BYTES);
         _cleanup_free_ char *record = NULL;
         const char *tail = status == CONDITION_FALSE
@@ -91,7 +121,9 @@ static int build_message(const Report *r, ConditionStatus status, char **ret) {
 
         if (!r || !r->evaluated)
                 (void) strbuf_puts(&b, "The agent has not compared the files yet");
-        for (size_t i = 0; r && r->evaluated && i < r->n_files; i++) {
+        else if (counts_only)
+                (void) put_counts(&b, r);
+        for (size_t i = 0; r && r->evaluated && !counts_only && i < r->n_files; i++) {
                 StrBuf one = STRBUF_INIT(CONDITION_MAX_MESSAGE_BYTES);
 
                 /* A file that does not fit is counted, never cut in the middle. */
@@ -111,6 +143,11 @@ static int build_message(const Report *r, ConditionStatus status, char **ret) {
 }
 
 int condition_from_report(const Report *r, const char *type, Condition *ret) {
+        return condition_from_report_detail(r, type, false, ret);
+}
+
+int condition_from_report_detail(const Report *r, const char *type, bool counts_only,
+                                 Condition *ret) {
         _cleanup_(condition_done) Condition c = {};
         bool superseded = false, cosmetic = false;
         int k;
@@ -163,7 +200,7 @@ int condition_from_report(const Report *r, const char *type, Condition *ret) {
         else if (c.status == CONDITION_TRUE && cosmetic)
                 c.reason = "CosmeticDifferencesOnly";
 
-        k = build_message(r, c.status, &c.message);
+        k = build_message(r, c.status, counts_only, &c.message);
         if (k < 0)
                 return k;
         *ret = c;

@@ -215,7 +215,7 @@ Document *document_free(Document *d) {
         return NULL;
 }
 
-static int sha256_hex(const char *data, size_t len, char ret[static 65]) {
+int content_sha256_hex(const char *data, size_t len, char ret[static 65]) {
         /* Fetched and allocated once, for the life of the process: with
          * EVP_sha256(), EVP_Digest() looks the algorithm up in the provider
          * store and allocates a context at every call, which costs more than
@@ -244,7 +244,12 @@ static int sha256_hex(const char *data, size_t len, char ret[static 65]) {
 
 int document_content_id(const Document *d, const ContentKey *key,
                         char ret[static CONTENT_ID_HEX + 1]) {
-        /* Fetched, allocated and set to SHA-256 once, as in sha256_hex(): the
+        return content_id_of_sha256(d->sha256, key, ret);
+}
+
+int content_id_of_sha256(const char *sha256, const ContentKey *key,
+                         char ret[static CONTENT_ID_HEX + 1]) {
+        /* Fetched, allocated and set to SHA-256 once, as in content_sha256_hex(): the
          * one-shot HMAC() looks the algorithm up at every call (3 times the
          * cost). */
         static EVP_MAC *hmac;
@@ -269,7 +274,7 @@ int document_content_id(const Document *d, const ContentKey *key,
                 }
         }
         if (!ctx || EVP_MAC_init(ctx, key->bytes, sizeof key->bytes, NULL) != 1 ||
-            EVP_MAC_update(ctx, (const unsigned char *) d->sha256, strlen(d->sha256)) != 1 ||
+            EVP_MAC_update(ctx, (const unsigned char *) sha256, strlen(sha256)) != 1 ||
             EVP_MAC_final(ctx, md, &md_len, sizeof md) != 1 || md_len < CONTENT_ID_HEX / 2)
                 return -EIO;
         for (unsigned i = 0; i < CONTENT_ID_HEX / 2; i++) {
@@ -693,7 +698,7 @@ int document_parse(DocType type, const char *data, size_t len, Document **ret) {
         d->type = type;
         d->size = len;
 
-        r = sha256_hex(data, len, d->sha256);
+        r = content_sha256_hex(data, len, d->sha256);
         if (r < 0)
                 return r;
 

@@ -313,6 +313,19 @@ static int render_config(Renderer *w, const Report *r) {
                 }
 
         if (k >= 0)
+                k = put_family(w, "aicr_enroot_config_file_format", "gauge",
+                               "The format that judges each file: enroot-conf or enroot-env (as "
+                               "enroot reads it), or raw (its bytes only: current or drifted, no "
+                               "keys, no lint); always 1.");
+        for (size_t i = 0; i < r->n_files && k >= 0; i++) {
+                const FileReport *f = &r->files[i];
+                Label l[] = {{"file", file_key(f)},
+                             {"format", file_format_to_string(f->format) ?: "unknown"}};
+
+                k = put_sample(w, "aicr_enroot_config_file_format", l, ELEMENTSOF(l), "1");
+        }
+
+        if (k >= 0)
                 k = put_family(w, "aicr_enroot_config_lint_findings", "gauge",
                                "Lint findings in each side that was read, by severity.");
         for (size_t i = 0; i < r->n_files && k >= 0; i++)
@@ -323,7 +336,7 @@ static int render_config(Renderer *w, const Report *r) {
                                              {"side", side_to_string(s)},
                                              {"severity", severity_to_string(v)}};
 
-                                if (!f->read[s])
+                                if (!f->read[s] || !file_format_is_enroot(f->format))
                                         continue;
                                 k = put_sample(w, "aicr_enroot_config_lint_findings", l,
                                                ELEMENTSOF(l), u64(f->lint[s][v]).s);

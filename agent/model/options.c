@@ -16,10 +16,13 @@ const char options_help[] =
         "the files this container runs still match it, as enroot reads them.\n"
         "\n"
         "  --desired-dir DIR         the ConfigMap mounted as a whole directory (no subPath)\n"
-        "  --file KEY=PATH           compare ConfigMap key KEY with the running file PATH\n"
+        "  --file KEY=PATH[:FORMAT]  compare ConfigMap key KEY with the running file PATH\n"
         "                            (repeatable; default enroot.conf=/etc/enroot/enroot.conf\n"
         "                            and "
         "99-aicr-defaults.env=/etc/enroot/environ.d/99-aicr-defaults.env)\n"
+        "                            FORMAT: enroot-conf, enroot-env or raw (bytes only);\n"
+        "                            default enroot-env for *.env keys, enroot-conf for\n"
+        "                            enroot.conf, raw for any other key\n"
         "  --running-root DIR        prefix for the running paths (default /)\n"
         "  --target-process NAME     read the running files through /proc/PID/root of the\n"
         "                            process NAME (a sidecar with shareProcessNamespace: true;\n"
@@ -40,6 +43,10 @@ const char options_help[] =
         "  --serviceaccount-dir DIR  token, ca.crt and namespace (default\n"
         "                            " OPTIONS_DEFAULT_SERVICEACCOUNT_DIR ")\n"
         "  --condition-type TYPE     the condition's type (default " CONDITION_DEFAULT_TYPE ")\n"
+        "  --condition-detail names|counts\n"
+        "                            what the condition and its Events name: keys and\n"
+        "                            settings (default), or only counts of files by state\n"
+        "                            (for Secrets, whose key names may be sensitive)\n"
         "  --pod-name NAME           this pod (default $POD_NAME, from the downward API)\n"
         "  --pod-namespace NS        its namespace (default $POD_NAMESPACE, else the\n"
         "                            service account's namespace file)\n"
@@ -217,9 +224,26 @@ static int set_pod_field(const char *what, const char *value, char **dst, char *
         return set_string(dst, value);
 }
 
+/* True for what could be meant as a format name: a word of lowercase
+ * letters and '-' (a path's last component rarely is one after a ':'). */
+static bool looks_like_format(const char *s) {
+        if (!*s)
+                return false;
+        for (; *s; s++)
+                if (!((*s >= 'a' && *s <= 'z') || *s == '-'))
+                        return false;
+        return true;
+}
+
+/* KEY=PATH[:FORMAT]. The text after the last ':' is the format when it is a
+ * format's name; a word that looks like one but is not is refused rather
+ * than taken as part of the path, so a typo cannot turn into a missing file.
+ * A path that itself ends in ":raw" (or another format's name) is written
+ * with its format after it: KEY=/p:raw:raw. */
 static int add_file(Options *o, const char *arg, bool *defaults, char **ret_error) {
-        const char *eq = strchr(arg, '=');
-        _cleanup_free_ char *key = NULL;
+        const char *eq = strchr(arg, '='), *colon;
+        _cleanup_free_ char *key = NULL, *path = NULL;
+        FileFormat format;
         FileSpec *n;
 
         if (*defaults) {
@@ -232,7 +256,7 @@ static int add_file(Options *o, const char *arg, bool *defaults, char **ret_erro
                 *defaults = false;
         }
         if (!eq)
-                return fail(ret_error, "--file: \"%s\" is not KEY=PATH", arg);
+                return fail(ret_error, "--file: \"%s\" is not KEY=PATH[:FORMAT]", arg);
         key = strndup(arg, (size_t) (eq - arg));
         if (!key)
                 return -ENOMEM;
@@ -241,9 +265,24 @@ static int add_file(Options *o, const char *arg, bool *defaults, char **ret_erro
                             "--file: \"%s\" is not a ConfigMap key (letters, digits, '-', '_' and "
                             "'.', at most %u, not starting with \"..\")",
                             key, OPTIONS_MAX_KEY_LENGTH);
-        if (eq[1] != '/')
-                return fail(ret_error, "--file: \"%s\": the path must be absolute", eq + 1);
-        if (strlen(eq + 1) > OPTIONS_MAX_PATH_LENGTH)
+        format = file_format_for_key(key);
+        colon = strrchr(eq + 1, ':');
+        if (colon && file_format_from_string(colon + 1) >= 0) {
+                format = file_format_from_string(colon + 1);
+                path = strndup(eq + 1, (size_t) (colon - (eq + 1)));
+        } else if (colon && looks_like_format(colon + 1))
+                return fail(ret_error,
+                            "--file: \"%s\" is not a format (enroot-conf, enroot-env or raw); "
+                            "a path ending in \":%s\" is written with its format after it, "
+                            "e.g. %s=%s:raw",
+                            colon + 1, colon + 1, key, eq + 1);
+        else
+                path = strdup(eq + 1);
+        if (!path)
+                return -ENOMEM;
+        if (path[0] != '/')
+                return fail(ret_error, "--file: \"%s\": the path must be absolute", path);
+        if (strlen(path) > OPTIONS_MAX_PATH_LENGTH)
                 return fail(ret_error, "--file: the path for \"%s\" is longer than %u bytes", key,
                             OPTIONS_MAX_PATH_LENGTH);
         for (size_t i = 0; i < o->n_files; i++)
@@ -256,10 +295,11 @@ static int add_file(Options *o, const char *arg, bool *defaults, char **ret_erro
         if (!n)
                 return -ENOMEM;
         o->files = n;
-        n[o->n_files].path = strdup(eq + 1);
-        if (!n[o->n_files].path)
-                return -ENOMEM;
-        n[o->n_files].key = TAKE_PTR(key);
+        n[o->n_files] = (FileSpec){
+                .key = TAKE_PTR(key),
+                .path = TAKE_PTR(path),
+                .format = format,
+        };
         o->n_files++;
         return 0;
 }
@@ -295,6 +335,7 @@ static int set_defaults(Options *o) {
         for (size_t i = 0; i < ELEMENTSOF(default_files); i++) {
                 o->files[i].key = strdup(default_files[i].key);
                 o->files[i].path = strdup(default_files[i].path);
+                o->files[i].format = file_format_for_key(default_files[i].key);
                 o->n_files++;
                 if (!o->files[i].key || !o->files[i].path)
                         return -ENOMEM;
@@ -424,6 +465,12 @@ static int parse_one(Options *o, int c, const char *arg, bool *default_files_lef
                                     "'-', '_' or '.', starting and ending with a letter or digit)",
                                     arg);
                 return set_string(&o->condition_type, arg);
+        case 'D':
+                if (!streq(arg, "names") && !streq(arg, "counts"))
+                        return fail(ret_error, "--condition-detail: \"%s\" is not names or counts",
+                                    arg);
+                o->condition_counts_only = streq(arg, "counts");
+                return 0;
         case 'N':
                 return set_pod_field("--pod-name", arg, &o->pod_name, ret_error);
         case 'n':
@@ -466,6 +513,7 @@ int options_parse(int argc, char **argv, Options *ret, char **ret_error) {
                 {"kube-api", required_argument, NULL, 'A'},
                 {"serviceaccount-dir", required_argument, NULL, 'S'},
                 {"condition-type", required_argument, NULL, 't'},
+                {"condition-detail", required_argument, NULL, 'D'},
                 {"agent-container", required_argument, NULL, 'a'},
                 {"workload-container", required_argument, NULL, 'W'},
                 {"pod-name", required_argument, NULL, 'N'},

@@ -48,7 +48,9 @@ bool readiness_is_ready(const Report *r, bool require_current, StrBuf *reason) {
                 (void) strbuf_puts(&item, sep);
                 put_key(&item, f->key);
                 (void) strbuf_printf(&item, " %s", file_state_to_string(f->state) ?: "unknown");
-                if (f->state == FILE_DRIFTED)
+                if (f->state == FILE_DRIFTED && f->format == FILE_FORMAT_RAW)
+                        (void) strbuf_puts(&item, " (raw: the bytes differ)");
+                else if (f->state == FILE_DRIFTED)
                         (void) strbuf_printf(&item, " (%zu %s)", f->n_drifted_keys,
                                              f->n_drifted_keys == 1 ? "key" : "keys");
                 /* keep room for ", ..." so a cut line still says it was cut */

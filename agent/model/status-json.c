@@ -74,7 +74,7 @@ static json_t *file_json(const FileReport *f, StrBuf *scratch) {
                                          METRICS_MAX_LABEL_BYTES));
                 if (r < 0)
                         return NULL;
-                if (f->read[s])
+                if (f->read[s] && file_format_is_enroot(f->format))
                         l = json_pack("{s:I,s:I}", "errors",
                                       (json_int_t) f->lint[s][SEVERITY_ERROR], "warnings",
                                       (json_int_t) f->lint[s][SEVERITY_WARNING]);
@@ -96,6 +96,7 @@ static json_t *file_json(const FileReport *f, StrBuf *scratch) {
         if (set(o, "key", safe_json_string(scratch, file_key(f), METRICS_MAX_LABEL_BYTES)) < 0 ||
             set(o, "running_path", safe_json_string(scratch, f->running_path, METRICS_MAX_BYTES)) <
                     0 ||
+            set(o, "format", json_string(file_format_to_string(f->format) ?: "unknown")) < 0 ||
             set(o, "state", json_string(file_state_to_string(f->state) ?: "unknown")) < 0 ||
             set(o, "since", time_json(f->state_since_usec)) < 0 ||
             set(o, "detail", safe_json_string(scratch, f->detail, METRICS_MAX_BYTES)) < 0 ||

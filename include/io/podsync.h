@@ -52,6 +52,7 @@ typedef struct PodSyncConfig {
         const char *pod_namespace;
         const char *pod_uid;        /* NULL: taken from the first read of the pod */
         const char *condition_type; /* validated by the caller */
+        bool counts_only;           /* --condition-detail counts (condition.h) */
         const char *component;      /* the Events' source.component */
         /* Called with each new state of the pod (the first read, then every
          * watch event that is not older), before the condition is compared

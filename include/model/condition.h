@@ -40,6 +40,12 @@ typedef struct Condition {
  * False when any file drifted, Unknown when the agent cannot tell.
  * r may be NULL (nothing evaluated yet: Unknown). Returns 0 or -ENOMEM. */
 int condition_from_report(const Report *r, const char *type, Condition *ret);
+/* The same; with counts_only (--condition-detail counts) the message names
+ * no ConfigMap key, setting or path, only how many files are in each state
+ * and how many mounts are superseded (a Secret's key names can say what it
+ * holds, and a pod's conditions and Events are read far more widely). */
+int condition_from_report_detail(const Report *r, const char *type, bool counts_only,
+                                 Condition *ret);
 void condition_done(Condition *c);
 
 /* The pod's condition of c's type in a JSON array of conditions

@@ -107,6 +107,14 @@ typedef struct ContentKey {
 int document_content_id(const Document *d, const ContentKey *key,
                         char ret[static CONTENT_ID_HEX + 1]);
 
+/* The same from a lowercase hex SHA-256 (a raw file's, content_sha256_hex()). */
+int content_id_of_sha256(const char *sha256, const ContentKey *key,
+                         char ret[static CONTENT_ID_HEX + 1]);
+
+/* Writes the lowercase hex SHA-256 of len bytes and a NUL to ret: what a raw
+ * file is compared by. Never published. Returns 0, -EIO when libcrypto fails. */
+int content_sha256_hex(const char *data, size_t len, char ret[static 65]);
+
 /* Parses len bytes of data as a file of the given type.
  * Returns 0 with *ret a new Document owned by the caller, -EFBIG when len
  * exceeds DOCUMENT_MAX_BYTES, -ENOMEM. */

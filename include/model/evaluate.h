@@ -53,7 +53,8 @@ typedef struct EvalSide {
 typedef struct EvalInput {
         const char *key;          /* ConfigMap key */
         const char *running_path; /* path in the workload container */
-        DocType type;
+        FileFormat format;        /* raw: the bytes are compared, nothing is parsed */
+        DocType type;             /* the document type of an enroot format */
         EvalSide side[_SIDE_MAX];
         const char *desired_version; /* the ..data target now, or NULL */
         /* what the running side's mount says, when known */
@@ -81,9 +82,8 @@ typedef struct EvalInput {
  * Returns 0, -ENOMEM, or -EIO when libcrypto cannot compute a content id. */
 int evaluate_file(const EvalInput *in, const FileReport *prev, uint64_t now_usec, FileReport *ret);
 
-/* DocType for a ConfigMap key: *.env files are environ.d files, everything
- * else is read as enroot.conf. */
-DocType evaluate_doc_type(const char *key);
+/* The DocType an enroot format parses as (enroot-env: DOC_ENV, else DOC_CONF). */
+DocType evaluate_doc_type(FileFormat format);
 
 /* Writes a one-line description of a state change, never values, e.g.
  * "enroot.conf: drifted (1 changed: ENROOT_MOUNT_HOME; 1 added: ENROOT_X)".

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "file-format.h"
 #include "macro.h"
 
 #define OPTIONS_MAX_FILES                  32u
@@ -50,14 +51,15 @@ typedef enum KubeMode {
 #define OPTIONS_MAX_WORKLOAD_CONTAINERS 8u
 
 typedef struct FileSpec {
-        char *key;  /* ConfigMap key, e.g. "enroot.conf" */
-        char *path; /* absolute path in the workload container */
+        char *key;         /* ConfigMap key, e.g. "enroot.conf" */
+        char *path;        /* absolute path in the workload container */
+        FileFormat format; /* :FORMAT, else file_format_for_key(key) */
 } FileSpec;
 
 typedef struct Options {
         AgentAction action;
         char *desired_dir; /* --desired-dir: the whole-directory ConfigMap projection */
-        FileSpec *files;   /* --file KEY=PATH, or the two defaults */
+        FileSpec *files;   /* --file KEY=PATH[:FORMAT], or the two defaults */
         size_t n_files;
         char *running_root;          /* --running-root, default "/" */
         char *target_process;        /* --target-process NAME, or NULL */
@@ -76,6 +78,7 @@ typedef struct Options {
         char *kube_api;             /* --kube-api URL, else from KUBERNETES_SERVICE_HOST/_PORT */
         char *serviceaccount_dir;   /* --serviceaccount-dir: token, ca.crt, namespace */
         char *condition_type;       /* --condition-type, default "EnrootConfigCurrent" */
+        bool condition_counts_only; /* --condition-detail counts: no key names in it */
         char *pod_name;             /* --pod-name, else POD_NAME */
         char *pod_namespace;        /* --pod-namespace, else POD_NAMESPACE, else the SA dir's */
         char *pod_uid;              /* --pod-uid, else POD_UID, else learnt from the first read */

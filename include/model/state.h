@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "diff.h"
+#include "file-format.h"
 #include "lint.h"
 #include "workload.h"
 
@@ -55,6 +56,8 @@ typedef struct KeyChange {
 typedef struct FileReport {
         char *key;          /* ConfigMap key, e.g. "enroot.conf" */
         char *running_path; /* as configured, e.g. "/etc/enroot/enroot.conf" */
+        FileFormat format;  /* what judged it; a raw file is only current or drifted
+                             * once both sides are read, and has no key changes or lint */
         FileState state;
         char *detail;         /* one sentence for missing, unreadable, invalid; else NULL */
         bool superseded;      /* the running mount comes from a version kubelet has replaced */

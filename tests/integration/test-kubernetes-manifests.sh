@@ -7,7 +7,9 @@
 # requests; the NetworkPolicy's ports; every alert's runbook a heading of docs/OPERATIONS.md; the promtool
 # tests fed series shaped as kube-state-metrics and the real agent export
 # them; the files agree with each other, with the Containerfile and with the
-# metrics the real binary exports; the rollout Job's RBAC against
+# metrics the real binary exports; the generic sidecar example (a plain
+# Deployment, examples/generic-deployment.yaml) with the same agent checks;
+# the rollout Job's RBAC against
 # rollout-rbac.yaml, and its arguments accepted by the real rollout), then
 # `promtool check rules` and
 # `promtool test rules` on the PrometheusRule's groups. Broken copies of the
@@ -226,6 +228,19 @@ reject "a rollout Job that relays to another pod" "the Role allows kubectl exec 
         rollout/job.yaml 's/ slurm-controller-0 / slurm-controller-1 /'
 reject "a rollout Job that may escalate" 'rollout/job.yaml meets Pod Security "restricted"' \
         rollout/job.yaml 's/allowPrivilegeEscalation: false/allowPrivilegeEscalation: true/'
+# the generic sidecar example
+reject "a generic example whose workload mounts the file elsewhere" "nginx mounts nginx.conf with subPath at /etc/nginx/nginx.conf" \
+        examples/generic-deployment.yaml 's|mountPath: /etc/nginx/nginx.conf|mountPath: /etc/nginx/conf.d/default.conf|'
+reject "a generic example whose agent reads another path" "nginx.conf is mounted read-only with subPath at --running-root/etc/nginx/nginx.conf" \
+        examples/generic-deployment.yaml 's|mountPath: /run/aicr-enroot/running/etc/nginx/nginx.conf|mountPath: /run/aicr-enroot/running/nginx.conf|'
+reject "a generic example comparing a key the ConfigMap lacks" "every --file key is a key of the ConfigMap" \
+        examples/generic-deployment.yaml 's|--file=nginx.conf=|--file=default.conf=|'
+reject "a misspelt field in the generic example" "Deployment/web has no field the schema does not know" \
+        examples/generic-deployment.yaml 's/^      automountServiceAccountToken: false/      automountServiceAccountTokens: false/'
+reject "a generic example that may escalate" 'Deployment: the agent container meets Pod Security "restricted"' \
+        examples/generic-deployment.yaml 's/allowPrivilegeEscalation: false/allowPrivilegeEscalation: true/'
+reject "a generic example with a verb too many" "the Role grants what rbac.yaml's does and nothing else" \
+        examples/generic-deployment.yaml 's/verbs: \[get, watch\]/verbs: [get, watch, list]/'
 
 printf '%s: %ss\n' "$TEST_NAME" "$((SECONDS - started))"
 finish

@@ -259,8 +259,15 @@ function argMap(args) {
         return m;
 }
 
+// expect.volume, expect.files and expect.bundle name the ConfigMap volume,
+// the files the agent compares (key: path) and the volumes the pod has
+// beside the patch's; Slinky's bundle when not given (the generic example
+// gives its own).
 function checkAgent(file, set, podSpec, expect, shared) {
         const where = `${file} ${set}`;
+        const volume = expect.volume || ENROOT_VOLUME;
+        const runningFiles = expect.files || RUNNING_FILES;
+        const bundleVolumes = expect.bundle || BUNDLE_VOLUMES;
         const list = expect.sidecar === 'native' ? podSpec.initContainers : podSpec.containers;
         const agent = (list || []).find((c) => c.name === AGENT);
         if (!check(agent, `${where}: the agent is in ${expect.sidecar === 'native' ? 'initContainers' : 'containers'}`)) return null;
@@ -275,25 +282,25 @@ function checkAgent(file, set, podSpec, expect, shared) {
         // The patch adds only the agent's own volumes: a volume of the bundle
         // named here would be merged into, and changed.
         for (const v of podSpec.volumes || []) {
-                check(v.name !== ENROOT_VOLUME && (agent.volumeMounts || []).some((m) => m.name === v.name),
+                check(v.name !== volume && (agent.volumeMounts || []).some((m) => m.name === v.name),
                         `${where}: the patch's volume ${v.name} is the agent's own`);
         }
         // What the pod will have: the patch's volumes and the bundle's.
-        const volumes = Object.fromEntries([...BUNDLE_VOLUMES, ...(podSpec.volumes || [])].map((v) => [v.name, v]));
+        const volumes = Object.fromEntries([...bundleVolumes, ...(podSpec.volumes || [])].map((v) => [v.name, v]));
         for (const m of mounts) check(volumes[m.name], `${where}: mount ${m.mountPath} refers to the patch's volume or the bundle's`, m.name);
 
         // the desired side: the whole directory
         const desired = args['--desired-dir'];
         check(desired, `${where}: --desired-dir is set`);
-        check(mounts.some((m) => m.name === ENROOT_VOLUME && m.mountPath === desired && !m.subPath && m.readOnly === true),
-                `${where}: the ${ENROOT_VOLUME} volume is mounted whole and read-only at --desired-dir`);
+        check(mounts.some((m) => m.name === volume && m.mountPath === desired && !m.subPath && m.readOnly === true),
+                `${where}: the ${volume} volume is mounted whole and read-only at --desired-dir`);
 
         // the running side
         if (expect.mode === 'running-root') {
                 const root = args['--running-root'];
                 check(root && root !== '/', `${where}: --running-root names the agent's own mounts`);
-                for (const [key, p] of Object.entries(RUNNING_FILES)) {
-                        check(mounts.some((m) => m.name === ENROOT_VOLUME && m.subPath === key &&
+                for (const [key, p] of Object.entries(runningFiles)) {
+                        check(mounts.some((m) => m.name === volume && m.subPath === key &&
                                 m.mountPath === `${root}${p}` && m.readOnly === true),
                         `${where}: ${key} is mounted read-only with subPath at --running-root${p}`);
                 }
@@ -614,6 +621,81 @@ for (const [variant, expect] of Object.entries(VARIANTS)) {
                 validateStrict(core.Pod, asPod(set, podSpec), `${where} as a Pod`);
                 const agent = checkAgent(variant, set, podSpec, expect, shared);
                 shared.agents[variant][set] = { agent, podSpec };
+        }
+}
+
+// --- the generic sidecar example (examples/generic-deployment.yaml) ----------------------------
+// A plain Deployment whose workload mounts a ConfigMap key with subPath, and
+// the agent beside it comparing that key as a raw file: the same checks of the
+// agent container as the Slinky variants, the objects strict against their
+// schemas, the workload mounting exactly what --file names, and RBAC with
+// the rules of rbac.yaml in the example's own namespace.
+{
+        const apps = depsRequire('kubernetes-models/apps/v1');
+        const file = 'examples/generic-deployment.yaml';
+        const docs = check(fs.existsSync(path.join(opts.dir, file)), `${file} exists`)
+                ? parseFile(path.join(opts.dir, file)) : [];
+        const models = {
+                'v1/ConfigMap': core.ConfigMap,
+                'apps/v1/Deployment': apps.Deployment,
+                'v1/ServiceAccount': core.ServiceAccount,
+                'rbac.authorization.k8s.io/v1/Role': rbac.Role,
+                'rbac.authorization.k8s.io/v1/RoleBinding': rbac.RoleBinding,
+        };
+        for (const obj of docs) {
+                const Model = models[`${obj.apiVersion}/${obj.kind}`];
+                if (check(Model, `${file} ${obj.kind}: a kind this check knows (${obj.apiVersion})`)) {
+                        validateStrict(Model, obj, `${file} ${obj.kind}/${obj.metadata && obj.metadata.name}`);
+                }
+        }
+        const of = (kind) => docs.filter((o) => o.kind === kind);
+        const ns = new Set(docs.map((o) => o.metadata && o.metadata.namespace));
+        check(ns.size === 1 && !ns.has(undefined), `${file}: every object names the same namespace`, [...ns].join(', '));
+        const [deploy] = of('Deployment');
+        const [exSa] = of('ServiceAccount');
+        const [exRole] = of('Role');
+        const [exBinding] = of('RoleBinding');
+        if (check(exSa && exRole && exBinding, `${file} has a ServiceAccount, a Role and a RoleBinding`)) {
+                check(same(exRole.rules, ROLE_RULES), `${file}: the Role grants what rbac.yaml's does and nothing else`,
+                        JSON.stringify(exRole.rules));
+                check(same(exBinding.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: exRole.metadata.name }) &&
+                        same(exBinding.subjects, [{ kind: 'ServiceAccount', name: exSa.metadata.name, namespace: exSa.metadata.namespace }]),
+                `${file}: the RoleBinding binds the Role to the ServiceAccount, and only it`);
+                check(exSa.automountServiceAccountToken === false, `${file}: the ServiceAccount mounts no token by default`);
+        }
+        const podSpec = deploy && deploy.spec && deploy.spec.template && deploy.spec.template.spec;
+        if (check(podSpec, `${file}: the Deployment has a pod template`)) {
+                const agent = (podSpec.initContainers || []).find((c) => c.name === AGENT) || {};
+                const files = {};
+                for (const a of agent.args || []) {
+                        const m = /^--file=([^=]+)=(.*?)(:(enroot-conf|enroot-env|raw))?$/.exec(a);
+                        if (m) files[m[1]] = m[2];
+                }
+                const desired = (agent.volumeMounts || []).find((m) => m.mountPath === argMap(agent.args)['--desired-dir']);
+                const volume = desired && (podSpec.volumes || []).find((v) => v.name === desired.name);
+                const [cm] = of('ConfigMap');
+                check(volume && volume.configMap && cm && volume.configMap.name === cm.metadata.name,
+                        `${file}: --desired-dir is the ConfigMap's volume`);
+                check(Object.keys(files).length > 0 && cm && Object.keys(files).every((k) => k in (cm.data || {})),
+                        `${file}: every --file key is a key of the ConfigMap`, Object.keys(files).join(', '));
+                const workloadName = argMap(agent.args)['--workload-container'];
+                const workload = (podSpec.containers || []).find((c) => c.name === workloadName);
+                check(workload, `${file}: --workload-container names a container of the pod`, workloadName);
+                for (const [key, p] of Object.entries(files)) {
+                        check(workload && volume && (workload.volumeMounts || []).some((m) => m.name === volume.name &&
+                                m.subPath === key && m.mountPath === p),
+                        `${file}: ${workloadName} mounts ${key} with subPath at ${p}, the path --file names`);
+                }
+                check(podSpec.automountServiceAccountToken === false && exSa && podSpec.serviceAccountName === exSa.metadata.name,
+                        `${file}: the pod runs as the ServiceAccount and automounts no token`);
+                if (volume) {
+                        // the pod's ConfigMap volume stands where Slinky's bundle does
+                        const own = clone(podSpec);
+                        own.volumes = (own.volumes || []).filter((v) => v.name !== volume.name);
+                        checkAgent(file, 'Deployment', own, {
+                                sidecar: 'native', mode: 'running-root', volume: volume.name, files, bundle: [volume],
+                        }, shared);
+                }
         }
 }
 

@@ -112,6 +112,25 @@ static const Row rows[] = {
          CONDITION_UNKNOWN,
          "ConfigMapUnreadable",
          "enroot.conf unreadable: gone."},
+        /* Any other key is raw, and the message says so. */
+        {"raw current on a superseded mount",
+         true,
+         true,
+         true,
+         {{"nginx.conf", FILE_CURRENT, true}, {"enroot.conf", FILE_CURRENT}},
+         CONDITION_TRUE,
+         "SupersededMountUnchanged",
+         "nginx.conf (raw) current, mounted from superseded ConfigMap version ..v1; enroot.conf "
+         "current."},
+        {"raw drifted",
+         true,
+         true,
+         true,
+         {{"nginx.conf", FILE_DRIFTED}, {"99-aicr-defaults.env", FILE_CURRENT}},
+         CONDITION_FALSE,
+         "ConfigDrifted",
+         "nginx.conf (raw) drifted; 99-aicr-defaults.env current. Replace the pod to run the "
+         "ConfigMap's configuration."},
 };
 
 static Report *make_report(const Row *row) {
@@ -128,6 +147,7 @@ static Report *make_report(const Row *row) {
                 FileReport *x = &r->files[r->n_files++];
 
                 x->key = strdup(f->key);
+                x->format = file_format_for_key(f->key);
                 x->state = f->state;
                 x->superseded = f->superseded;
                 x->mount_version = f->superseded ? strdup("..v1") : NULL;
@@ -292,6 +312,38 @@ static void test_type_names(void **state) {
                         fail_msg("\"%s\" should be invalid", *t);
 }
 
+/* --condition-detail counts: no key, setting, path or detail in the
+ * message, only counts; the status and reason are the same as with names. */
+static void test_counts_only(void **state) {
+        static const FileRow secret_files[2] = {
+                {"tls.key", FILE_DRIFTED, true, "NOT_A_SECRET_NAME", "x"},
+                {"ca.crt", FILE_CURRENT, false, NULL, NULL},
+        };
+        Row row = {"counts", true, true, true, {}, CONDITION_FALSE, "ConfigDrifted", ""};
+        _cleanup_(report_freep) Report *r = NULL;
+        _cleanup_(condition_done) Condition names = {}, counts = {}, none = {};
+
+        memcpy(row.files, secret_files, sizeof secret_files);
+        r = make_report(&row);
+        assert_int_equal(condition_from_report_detail(r, CONDITION_DEFAULT_TYPE, false, &names), 0);
+        assert_non_null(strstr(names.message, "tls.key"));
+        assert_int_equal(condition_from_report_detail(r, CONDITION_DEFAULT_TYPE, true, &counts), 0);
+        assert_int_equal(counts.status, names.status);
+        assert_string_equal(counts.reason, names.reason);
+        assert_string_equal(counts.message,
+                            "2 files: 1 current, 1 drifted; 1 mounted from a superseded "
+                            "ConfigMap version. Replace the pod to run the ConfigMap's "
+                            "configuration.");
+        assert_null(strstr(counts.message, "tls"));
+        assert_null(strstr(counts.message, "ca.crt"));
+        assert_null(strstr(counts.message, "NOT_A_SECRET_NAME"));
+
+        /* nothing evaluated yet reads the same either way */
+        assert_int_equal(condition_from_report_detail(NULL, CONDITION_DEFAULT_TYPE, true, &none),
+                         0);
+        assert_string_equal(none.message, "The agent has not compared the files yet.");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_rows),
@@ -300,6 +352,7 @@ int main(void) {
                 cmocka_unit_test(test_matches_and_patch),
                 cmocka_unit_test(test_event),
                 cmocka_unit_test(test_type_names),
+                cmocka_unit_test(test_counts_only),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

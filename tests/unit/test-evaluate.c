@@ -69,6 +69,29 @@ static const Row rows[] = {
          FILE_COSMETIC, true, NULL},
         {"MELLANOX_ line only", "enroot.conf", "MELLANOX_VISIBLE_DEVICES=all\n", 0, "", 0, V2, V1,
          true, 0, FILE_COSMETIC, true, NULL},
+        /* Any other key is raw: the bytes, nothing else (no cosmetic, no lint). */
+        {"raw same", "nginx.conf", "worker_processes 1;\n", 0, "worker_processes 1;\n", 0, V1, V1,
+         false, 1, FILE_CURRENT, false, NULL},
+        {"raw one byte", "nginx.conf", "worker_processes 1;\n", 0, "worker_processes 1; \n", 0, V1,
+         V1, false, 1, FILE_DRIFTED, false, NULL},
+        {"raw is not cosmetic", "nginx.conf", "# c\nENROOT_MOUNT_HOME=yes\n", 0,
+         "ENROOT_MOUNT_HOME y\n", 0, V1, V1, false, 1, FILE_DRIFTED, false, NULL},
+        {"raw is never invalid", "nginx.conf", "ENROOT_MOUNT_HOME=\"yes\n", 0,
+         "ENROOT_MOUNT_HOME=\"yes\n", 0, V1, V1, false, 1, FILE_CURRENT, false, NULL},
+        {"raw empty both", "nginx.conf", "", 0, "", 0, V1, V1, false, 1, FILE_CURRENT, false, NULL},
+        {"raw A-B-A", "nginx.conf", "a\n", 0, "a\n", 0, V2, V1, true, 0, FILE_CURRENT, true, NULL},
+        {"raw drifted superseded", "nginx.conf", "b\n", 0, "a\n", 0, V2, V1, true, 0, FILE_DRIFTED,
+         true, NULL},
+        {"raw desired missing", "nginx.conf", NULL, -ENOENT, "a\n", 0, V1, V1, false, 1,
+         FILE_MISSING, false, "does not exist"},
+        {"raw running missing", "nginx.conf", "a\n", 0, NULL, -ENOENT, V1, NULL, false, -1,
+         FILE_MISSING, false, "does not exist"},
+        {"raw running unreadable", "nginx.conf", "a\n", 0, NULL, -EACCES, V1, NULL, false, -1,
+         FILE_UNREADABLE, false, "permission denied"},
+        {"raw running too big", "nginx.conf", "a\n", 0, NULL, -EFBIG, V1, NULL, false, -1,
+         FILE_UNREADABLE, false, "larger than 1 MiB"},
+        {"raw key as enroot-env when .env", "app.env", "A=\"1\"\n", 0, "A=1\n", 0, V1, V1, false, 1,
+         FILE_COSMETIC, false, NULL},
 };
 
 static const ContentKey test_key = {.bytes = "a fixed key for the tests only."};
@@ -78,7 +101,8 @@ static void fill(const Row *r, EvalInput *in) {
                 .key = r->key,
                 .running_path = endswith(r->key, ".env") ? "/etc/enroot/environ.d/x.env"
                                                          : "/etc/enroot/enroot.conf",
-                .type = evaluate_doc_type(r->key),
+                .format = file_format_for_key(r->key),
+                .type = evaluate_doc_type(file_format_for_key(r->key)),
                 .desired_version = r->desired_version,
                 .nlink_known = r->nlink >= 0,
                 .nlink = r->nlink >= 0 ? (unsigned long) r->nlink : 0,
@@ -342,12 +366,72 @@ static void test_describe(void **state) {
         strbuf_done(&text);
 }
 
+/* A raw file: which format judged it, keyed ids of its bytes, nothing of
+ * a document (no lint, no key changes), the size limit of every file. */
+static const Row *row_named(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++)
+                if (streq(rows[i].name, name))
+                        return &rows[i];
+        fail_msg("no row %s", name);
+        return NULL;
+}
+
+static void test_raw(void **state) {
+        _cleanup_(file_report_done) FileReport same = {}, drifted = {}, big = {}, conf = {};
+        _cleanup_free_ char *huge = malloc(DOCUMENT_MAX_BYTES + 1);
+        char sha[65];
+        EvalInput in;
+
+        fill(row_named("raw same"), &in);
+        assert_int_equal(in.format, FILE_FORMAT_RAW);
+        assert_int_equal(evaluate_file(&in, NULL, 1, &same), 0);
+        assert_int_equal(same.format, FILE_FORMAT_RAW);
+        assert_int_equal(same.state, FILE_CURRENT);
+        assert_true(same.read[SIDE_DESIRED] && same.read[SIDE_RUNNING]);
+        assert_int_equal(strlen(same.content_id[SIDE_DESIRED]), CONTENT_ID_HEX);
+        assert_string_equal(same.content_id[SIDE_DESIRED], same.content_id[SIDE_RUNNING]);
+        assert_string_equal(same.version[SIDE_DESIRED], V1);
+        /* the id is keyed, not a piece of the bytes' SHA-256 */
+        assert_int_equal(content_sha256_hex(row_named("raw same")->desired,
+                                            strlen(row_named("raw same")->desired), sha),
+                         0);
+        assert_null(strstr(sha, same.content_id[SIDE_DESIRED]));
+
+        fill(row_named("raw one byte"), &in);
+        assert_int_equal(evaluate_file(&in, NULL, 1, &drifted), 0);
+        assert_int_equal(drifted.state, FILE_DRIFTED);
+        assert_string_not_equal(drifted.content_id[SIDE_DESIRED], drifted.content_id[SIDE_RUNNING]);
+        assert_int_equal(drifted.n_changes, 0);
+        assert_int_equal(drifted.n_drifted_keys, 0);
+        for (int s = 0; s < _SIDE_MAX; s++)
+                for (int v = 0; v < _SEVERITY_MAX; v++)
+                        assert_int_equal(drifted.lint[s][v], 0);
+
+        /* the size limit holds for raw bytes handed in directly too */
+        assert_non_null(huge);
+        memset(huge, 'x', DOCUMENT_MAX_BYTES + 1);
+        fill(row_named("raw same"), &in);
+        in.side[SIDE_RUNNING].data = huge;
+        in.side[SIDE_RUNNING].len = DOCUMENT_MAX_BYTES + 1;
+        assert_int_equal(evaluate_file(&in, NULL, 1, &big), 0);
+        assert_int_equal(big.state, FILE_UNREADABLE);
+        assert_non_null(strstr(big.detail, "larger than 1 MiB"));
+
+        /* the same key judged as enroot-conf by choice */
+        fill(row_named("raw is not cosmetic"), &in);
+        in.format = FILE_FORMAT_ENROOT_CONF;
+        in.type = evaluate_doc_type(in.format);
+        assert_int_equal(evaluate_file(&in, NULL, 1, &conf), 0);
+        assert_int_equal(conf.format, FILE_FORMAT_ENROOT_CONF);
+        assert_int_equal(conf.state, FILE_COSMETIC);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_rows),     cmocka_unit_test(test_cache),
                 cmocka_unit_test(test_identity), cmocka_unit_test(test_unobservable),
                 cmocka_unit_test(test_since),    cmocka_unit_test(test_changes_bounded),
-                cmocka_unit_test(test_describe),
+                cmocka_unit_test(test_describe), cmocka_unit_test(test_raw),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

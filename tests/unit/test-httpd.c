@@ -68,6 +68,7 @@ static FileReport *file_init(Report *r, size_t i, const char *key, FileState sta
 
         f->key = strdup(key);
         f->running_path = strdup("/etc/enroot/x");
+        f->format = file_format_for_key(key);
         f->state = state;
         for (Side s = 0; s < _SIDE_MAX; s++) {
                 memset(f->content_id[s], 'a' + (int) s, CONTENT_ID_HEX);

@@ -63,6 +63,7 @@ static FileReport *file_init(Report *r, size_t i, const char *key, const char *p
 
         f->key = strdup(key);
         f->running_path = path ? strdup(path) : NULL;
+        f->format = file_format_for_key(key);
         f->state = state;
         f->state_since_usec = UINT64_C(1714564800000000); /* 2024-05-01T12:00:00Z */
         return f;
@@ -164,12 +165,41 @@ static Report *sample_unknown(void) {
         f->detail = strdup("the running file is not readable (permission denied)");
         side_read(f, SIDE_DESIRED, 'c', NULL);
         f = file_init(r, 2, "extra.conf", "/etc/enroot/extra.conf", FILE_INVALID);
+        f->format = FILE_FORMAT_ENROOT_CONF; /* --file extra.conf=...:enroot-conf */
         f->detail = strdup("the ConfigMap's version has 2 lint errors");
         side_read(f, SIDE_DESIRED, 'e', NULL);
         side_read(f, SIDE_RUNNING, 'e', NULL);
         f->lint[SIDE_DESIRED][SEVERITY_ERROR] = 2;
         f->lint[SIDE_RUNNING][SEVERITY_ERROR] = 2;
         f->lint[SIDE_RUNNING][SEVERITY_WARNING] = 3;
+        r->pod = report_pod_state(r);
+        return r;
+}
+
+/* Raw files beside an enroot one: a raw file current on a superseded mount
+ * (equal bytes, old version), a raw file drifted, enroot.conf current. Raw
+ * files have no lint series and no key series. */
+static Report *sample_raw(void) {
+        Report *r = report_new(3);
+        FileReport *f;
+
+        r->evaluated = true;
+        r->observable[SIDE_DESIRED] = r->observable[SIDE_RUNNING] = true;
+        r->evaluated_usec = UINT64_C(1714564801000000);
+        r->desired_version = strdup("..2024_05_01_12_00_00.2");
+
+        f = file_init(r, 0, "nginx.conf", "/etc/nginx/nginx.conf", FILE_CURRENT);
+        f->superseded = true;
+        f->mount_version = strdup("..2024_05_01_11_00_00.1");
+        side_read(f, SIDE_DESIRED, 'a', r->desired_version);
+        side_read(f, SIDE_RUNNING, 'a', f->mount_version);
+        f = file_init(r, 1, "app.properties", "/etc/app/app.properties", FILE_DRIFTED);
+        f->drift_since_usec = UINT64_C(1714564800000000);
+        side_read(f, SIDE_DESIRED, 'b', r->desired_version);
+        side_read(f, SIDE_RUNNING, 'c', r->desired_version);
+        f = file_init(r, 2, "enroot.conf", "/etc/enroot/enroot.conf", FILE_CURRENT);
+        side_read(f, SIDE_DESIRED, 'd', r->desired_version);
+        side_read(f, SIDE_RUNNING, 'd', r->desired_version);
         r->pod = report_pod_state(r);
         return r;
 }
@@ -190,6 +220,7 @@ static Report *sample_hostile(void) {
         r->desired_version = strdup("..v\"1\\\n");
 
         f = file_init(r, 0, "quote\"back\\slash\nnewline.conf", "/etc/\xff.conf", FILE_DRIFTED);
+        f->format = FILE_FORMAT_ENROOT_CONF;
         side_read(f, SIDE_DESIRED, '0', r->desired_version);
         side_read(f, SIDE_RUNNING, '1', long_a);
         change_add(f, "A\"B", CHANGE_CHANGED, true);
@@ -365,6 +396,7 @@ static const Sample samples[] = {
         {"empty", sample_none, &counters_unstarted},
         {"empty-no-counters", sample_none, NULL},
         {"hostile", sample_hostile, &counters_hostile},
+        {"raw", sample_raw, &counters_poll_no_process},
 };
 
 static void test_golden(void **state) {

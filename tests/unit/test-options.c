@@ -31,6 +31,12 @@ static const ErrorRow error_rows[] = {
         {{"--file", "a b=/x"}, "is not a ConfigMap key"},
         {{"--file", "k=relative"}, "the path must be absolute"},
         {{"--file", "k=/a", "--file", "k=/b"}, "key \"k\" is given twice"},
+        {{"--file", "k=/a:rwa"},
+         "--file: \"rwa\" is not a format (enroot-conf, enroot-env or raw)"},
+        {{"--file", "k=/a:raw:json"}, "\"json\" is not a format"},
+        {{"--file", "k=relative:raw"}, "\"relative\": the path must be absolute"},
+        {{"--file", "k=:raw"}, "the path must be absolute"},
+        {{"--condition-detail", "keys"}, "--condition-detail: \"keys\" is not names or counts"},
         {{"--running-root", "rel"}, "--running-root: \"rel\" is not an absolute path"},
         {{"--target-process", "a/b"}, "--target-process"},
         {{"--target-process", "a-name-longer-than-15"}, "1 to 15 characters"},
@@ -219,6 +225,69 @@ static void test_too_many_files(void **state) {
         assert_non_null(strstr(err, "more than 32 files"));
 }
 
+/* KEY=PATH[:FORMAT]: the format after the last ':' when it names one,
+ * else the key's default; a path may hold ':' itself. */
+static void test_formats(void **state) {
+        static const struct {
+                const char *arg, *key, *path;
+                FileFormat format;
+        } rows[] = {
+                {"enroot.conf=/etc/enroot/enroot.conf", "enroot.conf", "/etc/enroot/enroot.conf",
+                 FILE_FORMAT_ENROOT_CONF},
+                {"a.env=/e/a.env", "a.env", "/e/a.env", FILE_FORMAT_ENROOT_ENV},
+                {"nginx.conf=/etc/nginx/nginx.conf", "nginx.conf", "/etc/nginx/nginx.conf",
+                 FILE_FORMAT_RAW},
+                {"a.conf=/etc/a.conf", "a.conf", "/etc/a.conf", FILE_FORMAT_RAW},
+                {"x=/x:enroot-conf", "x", "/x", FILE_FORMAT_ENROOT_CONF},
+                {"x=/x:enroot-env", "x", "/x", FILE_FORMAT_ENROOT_ENV},
+                {"enroot.conf=/e:raw", "enroot.conf", "/e", FILE_FORMAT_RAW},
+                {"a.env=/e/a.env:raw", "a.env", "/e/a.env", FILE_FORMAT_RAW},
+                /* ':' inside the path: only the last one can start a format */
+                {"x=/a:b/c", "x", "/a:b/c", FILE_FORMAT_RAW},
+                {"x=/a:b/c:enroot-env", "x", "/a:b/c", FILE_FORMAT_ENROOT_ENV},
+                {"x=/a:1", "x", "/a:1", FILE_FORMAT_RAW},
+                {"x=/a:B", "x", "/a:B", FILE_FORMAT_RAW},
+                {"x=/a:", "x", "/a:", FILE_FORMAT_RAW},
+                /* a path ending in a format's name is followed by its format */
+                {"x=/p:raw:raw", "x", "/p:raw", FILE_FORMAT_RAW},
+                {"x=/p:raw:enroot-conf", "x", "/p:raw", FILE_FORMAT_ENROOT_CONF},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                _cleanup_(options_done) Options o = {};
+                _cleanup_free_ char *err = NULL;
+
+                if (parse((const char *[]){"--file", rows[i].arg, NULL}, &o, &err) != 0)
+                        fail_msg("%s: %s", rows[i].arg, strnull(err));
+                assert_int_equal(o.n_files, 1);
+                assert_string_equal(o.files[0].key, rows[i].key);
+                assert_string_equal(o.files[0].path, rows[i].path);
+                if (o.files[0].format != rows[i].format)
+                        fail_msg("%s: format %s, want %s", rows[i].arg,
+                                 file_format_to_string(o.files[0].format),
+                                 file_format_to_string(rows[i].format));
+        }
+
+        /* the defaults keep their formats; the condition names keys by default */
+        {
+                _cleanup_(options_done) Options o = {};
+                _cleanup_free_ char *err = NULL;
+
+                assert_int_equal(parse((const char *[]){NULL}, &o, &err), 0);
+                assert_int_equal(o.files[0].format, FILE_FORMAT_ENROOT_CONF);
+                assert_int_equal(o.files[1].format, FILE_FORMAT_ENROOT_ENV);
+                assert_false(o.condition_counts_only);
+        }
+        {
+                _cleanup_(options_done) Options o = {};
+                _cleanup_free_ char *err = NULL;
+
+                assert_int_equal(
+                        parse((const char *[]){"--condition-detail", "counts", NULL}, &o, &err), 0);
+                assert_true(o.condition_counts_only);
+        }
+}
+
 /* A stand-in environment for options_apply_environment(). */
 static const char *const *fake_env;
 static const char *lookup(const char *name) {
@@ -366,6 +435,7 @@ int main(void) {
                 cmocka_unit_test(test_everything),     cmocka_unit_test(test_check),
                 cmocka_unit_test(test_validate),       cmocka_unit_test(test_keys),
                 cmocka_unit_test(test_too_many_files), cmocka_unit_test(test_environment),
+                cmocka_unit_test(test_formats),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
