@@ -186,6 +186,17 @@ static void document_pair_free(Document *(*docs)[_SIDE_MAX]) {
                 document_free((*docs)[s]);
 }
 
+/* Side s was read: its version kept for the report. */
+static int mark_read(const EvalInput *in, int s, FileReport *f) {
+        if (in->side[s].version) {
+                f->version[s] = strdup(in->side[s].version);
+                if (!f->version[s])
+                        return -ENOMEM;
+        }
+        f->read[s] = true;
+        return 0;
+}
+
 static int evaluate_content(const EvalInput *in, FileReport *f) {
         _cleanup_(document_pair_free) Document *owned[_SIDE_MAX] = {};
         const Document *doc[_SIDE_MAX] = {};
@@ -208,12 +219,9 @@ static int evaluate_content(const EvalInput *in, FileReport *f) {
                         if (r < 0)
                                 return r;
                 }
-                if (in->side[s].version) {
-                        f->version[s] = strdup(in->side[s].version);
-                        if (!f->version[s])
-                                return -ENOMEM;
-                }
-                f->read[s] = true;
+                r = mark_read(in, s, f);
+                if (r < 0)
+                        return r;
                 f->lint[s][SEVERITY_ERROR] = lint[SEVERITY_ERROR];
                 f->lint[s][SEVERITY_WARNING] = lint[SEVERITY_WARNING];
         }
@@ -273,12 +281,9 @@ static int evaluate_raw(const EvalInput *in, FileReport *f) {
                         if (r < 0)
                                 return r;
                 }
-                if (in->side[s].version) {
-                        f->version[s] = strdup(in->side[s].version);
-                        if (!f->version[s])
-                                return -ENOMEM;
-                }
-                f->read[s] = true;
+                r = mark_read(in, s, f);
+                if (r < 0)
+                        return r;
         }
         f->state = streq(sha[SIDE_DESIRED], sha[SIDE_RUNNING]) ? FILE_CURRENT : FILE_DRIFTED;
         return 0;

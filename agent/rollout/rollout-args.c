@@ -26,6 +26,20 @@ static const char *const rollout_action_table[] = {
 DEFINE_STRING_TABLE_TO_STRING(rollout_action, RolloutAction);
 DEFINE_PRIVATE_STRING_TABLE_FROM_STRING(rollout_action, int, -1);
 
+/* A command line given to an option (--slurm-exec, --notify-command) must
+ * split into words as the rollout will split it when it runs it. */
+static int check_words(const char *option, const char *arg) {
+        _cleanup_(shell_words_freep) char **words = NULL;
+        const char *why = NULL;
+        int k = shell_split_words(arg, &words, &why);
+
+        if (k == -ENOMEM)
+                return log_oom();
+        if (k < 0)
+                return log_error_errno(-EINVAL, "%s: \"%s\": %s.", option, arg, why);
+        return 0;
+}
+
 static void help(void) {
         printf("Usage: aicr-enroot-agent rollout [plan|apply|status|abort] [OPTIONS]\n\n"
                "Replaces exactly the worker and login pods whose agent reports the enroot\n"
@@ -328,34 +342,16 @@ int rollout_args_parse(int argc, char **argv, RolloutArgs *a) {
                         }
                         a->verify_image = optarg;
                         break;
-                case 'X': {
-                        _cleanup_(shell_words_freep) char **words = NULL;
-                        const char *why = NULL;
-
-                        c = shell_split_words(optarg, &words, &why);
-                        if (c == -ENOMEM)
-                                return log_oom();
-                        if (c < 0) {
-                                log_error("--slurm-exec: \"%s\": %s.", optarg, why);
+                case 'X':
+                        if (check_words("--slurm-exec", optarg) < 0)
                                 return -EINVAL;
-                        }
                         a->slurm_exec = optarg;
                         break;
-                }
-                case ARG_NOTIFY_COMMAND: {
-                        _cleanup_(shell_words_freep) char **words = NULL;
-                        const char *why = NULL;
-
-                        c = shell_split_words(optarg, &words, &why);
-                        if (c == -ENOMEM)
-                                return log_oom();
-                        if (c < 0) {
-                                log_error("--notify-command: \"%s\": %s.", optarg, why);
+                case ARG_NOTIFY_COMMAND:
+                        if (check_words("--notify-command", optarg) < 0)
                                 return -EINVAL;
-                        }
                         a->notify_command = optarg;
                         break;
-                }
                 case ARG_LOGIN_GRACE:
                         /* 0 is allowed: no wait */
                         if (streq(optarg, "0"))

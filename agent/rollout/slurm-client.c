@@ -652,7 +652,7 @@ static bool image_is_valid(const char *s) {
 int slurm_container_env(SlurmClient *c, const char *node, const char *image, char **ret_out,
                         size_t *ret_len, SlurmCommandReport *report) {
         SlurmCommandReport scratch = {};
-        _cleanup_free_ char *w = NULL, *img = NULL, *t = NULL;
+        _cleanup_free_ char *img = NULL, *t = NULL;
         uint64_t timeout = c->timeout_usec;
         size_t max = c->max_output_bytes;
         RunResult res = {};

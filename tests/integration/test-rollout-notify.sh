@@ -38,7 +38,9 @@ start_login_pods() {
                 pod_json $LA $UA login False | jq -c '.spec.nodeName = "k8s-login-1"'
                 pod_json $LB $UB login False
         } | jq -s '{items: .}' >"$WORK/pods.json"
-        start_fake "$WORK/pods.json" --namespace "$NS" --rbac "${1:-$ROLLOUT_RBAC}" --user "$ROLLOUT_USER"
+        configmap_json >"$WORK/configmaps.json"
+        start_fake "$WORK/pods.json" --namespace "$NS" --rbac "${1:-$ROLLOUT_RBAC}" --user "$ROLLOUT_USER" \
+                --configmaps "$WORK/configmaps.json"
         seed_policies || fail "cannot seed the admission policies"
         : >"$NOTIFY_LOG"
 }
