@@ -15,7 +15,9 @@
  * since (rollout_pod_verify()); other pods are reported unverified.
  *
  * This file is the run loop: what plan, apply, status and abort do once the
- * command (cmd-rollout.c) has connected to the API server and Slurm.
+ * command (cmd-rollout.c) has connected to the API server and Slurm, and the
+ * helpers its other files share (rollout-steps.h): the ConfigMap check and
+ * --verify-image (rollout-check.c), the login notice (rollout-notice.c).
  */
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -30,6 +32,7 @@
 #include "print.h"
 #include "rollout-cmd.h"
 #include "rollout-lease.h"
+#include "rollout-steps.h"
 #include "rollout-verify.h"
 #include "rollout.h"
 #include "shell.h"
@@ -41,8 +44,7 @@
  * Output: progress lines on stdout (stderr with --format json), and steps in
  * the JSON report. */
 
-static void say(const Rollout *r, const char *fmt, ...) _printf_(2, 3);
-static void say(const Rollout *r, const char *fmt, ...) {
+void run_say(const Rollout *r, const char *fmt, ...) {
         FILE *f = r->args->json ? stderr : stdout;
         time_t t = time(NULL);
         struct tm tm;
@@ -60,15 +62,15 @@ static void say(const Rollout *r, const char *fmt, ...) {
         (void) fflush(f);
 }
 
-static void step(Rollout *r, const char *what, const char *target, const char *result,
-                 const char *detail) {
+void run_step(Rollout *r, const char *what, const char *target, const char *result,
+              const char *detail) {
         json_t *s = json_pack("{s:s, s:s?, s:s, s:s?}", "step", what, "target", target, "result",
                               result, "detail", detail);
         if (s)
                 (void) json_array_append_new(r->steps, s);
 }
 
-static void sleep_usec(uint64_t usec) {
+void run_sleep(uint64_t usec) {
         struct timespec ts = {.tv_sec = (time_t) (usec / 1000000u),
                               .tv_nsec = (long) (usec % 1000000u) * 1000};
         (void) nanosleep(&ts, NULL);
@@ -84,8 +86,8 @@ static bool excluded(const Rollout *r, const char *node) {
 /* ---------------------------------------------------------------------------
  * Kubernetes */
 
-static int kube_request(Rollout *r, KubeVerb verb, const char *method, const char *path,
-                        const char *body, KubeResult *ret) {
+int run_kube_request(Rollout *r, KubeVerb verb, const char *method, const char *path,
+                     const char *body, KubeResult *ret) {
         int k = kube_call_sync(r->kube,
                                &(KubeRequest){.verb = verb,
                                               .method = method,
@@ -112,8 +114,8 @@ static int kube_request(Rollout *r, KubeVerb verb, const char *method, const cha
 
 /* Logs a failed answer: the request, the code, the server's message and,
  * for 401 and 403, what to check. */
-static int answer_error(const Rollout *r, const char *method, const char *path,
-                        const KubeResult *res) {
+int run_answer_error(const Rollout *r, const char *method, const char *path,
+                     const KubeResult *res) {
         KubeStatus st;
 
         kube_status_parse(res->body, res->body_len, &st);
@@ -132,7 +134,7 @@ static int answer_error(const Rollout *r, const char *method, const char *path,
                 res->status == 403 ? r->namespace : "");
 }
 
-static int list_pods(Rollout *r, RolloutRole role) {
+int run_list_pods(Rollout *r, RolloutRole role) {
         _cleanup_(kube_result_done) KubeResult res = {};
         _cleanup_free_ char *path = NULL;
         char sel[2048];
@@ -143,11 +145,11 @@ static int list_pods(Rollout *r, RolloutRole role) {
         if (kube_url_escape(r->args->selector[role], sel, sizeof sel) < 0 ||
             asprintf(&path, "/api/v1/namespaces/%s/pods?labelSelector=%s", r->namespace, sel) < 0)
                 return log_oom();
-        k = kube_request(r, KUBE_VERB_LIST, "GET", path, NULL, &res);
+        k = run_kube_request(r, KUBE_VERB_LIST, "GET", path, NULL, &res);
         if (k < 0)
                 return k;
         if (res.status != 200)
-                return answer_error(r, "GET", path, &res);
+                return run_answer_error(r, "GET", path, &res);
         list = json_loadb(res.body, res.body_len, 0, NULL);
         if (!list)
                 return log_error_errno(-EBADMSG, "GET %s: the answer is not JSON.", path);
@@ -176,13 +178,13 @@ static int get_pod(Rollout *r, const char *name, RolloutRole role, RolloutPod *r
 
         if (asprintf(&path, "/api/v1/namespaces/%s/pods/%s", r->namespace, name) < 0)
                 return log_oom();
-        k = kube_request(r, KUBE_VERB_GET, "GET", path, NULL, &res);
+        k = run_kube_request(r, KUBE_VERB_GET, "GET", path, NULL, &res);
         if (k < 0)
                 return k;
         if (res.status == 404)
                 return 0;
         if (res.status != 200)
-                return answer_error(r, "GET", path, &res);
+                return run_answer_error(r, "GET", path, &res);
         pod = json_loadb(res.body, res.body_len, 0, NULL);
         k = pod ? rollout_pod_from_json(pod, role, r->args->condition_type,
                                         r->args->node_from_hostname, ret, NULL)
@@ -210,7 +212,7 @@ static int get_admission(Rollout *r, const char *resource, const char *name, jso
 
         if (asprintf(&path, "/apis/admissionregistration.k8s.io/v1/%s/%s", resource, name) < 0)
                 return log_oom();
-        k = kube_request(r, KUBE_VERB_GET, "GET", path, NULL, &res);
+        k = run_kube_request(r, KUBE_VERB_GET, "GET", path, NULL, &res);
         if (k < 0)
                 return k;
         if (res.status == 404)
@@ -225,7 +227,7 @@ static int get_admission(Rollout *r, const char *resource, const char *name, jso
                 return -EACCES;
         }
         if (res.status != 200)
-                return answer_error(r, "GET", path, &res);
+                return run_answer_error(r, "GET", path, &res);
         *ret = json_loadb(res.body, res.body_len, 0, NULL);
         if (!*ret)
                 return log_error_errno(-EBADMSG, "GET %s: the answer is not JSON.", path);
@@ -282,7 +284,7 @@ static int delete_pod(Rollout *r, const RolloutPod *p) {
                      "{\"uid\":\"%s\"}}",
                      p->uid) < 0)
                 return log_oom();
-        k = kube_request(r, KUBE_VERB_DELETE, "DELETE", path, body, &res);
+        k = run_kube_request(r, KUBE_VERB_DELETE, "DELETE", path, body, &res);
         if (k < 0)
                 return k;
         if (res.status == 404)
@@ -296,15 +298,16 @@ static int delete_pod(Rollout *r, const RolloutPod *p) {
                  * one is what we wait for, as after our own delete; it is
                  * never deleted in its place. */
                 if (kube_status_is_uid_conflict(&st)) {
-                        say(r,
-                            "  pod %s was replaced meanwhile (the UID precondition failed: %s): "
-                            "waiting for the new pod",
-                            p->name, st.message);
+                        run_say(r,
+                                "  pod %s was replaced meanwhile (the UID precondition failed: "
+                                "%s): "
+                                "waiting for the new pod",
+                                p->name, st.message);
                         return 0;
                 }
         }
         if (res.status != 200 && res.status != 202)
-                return answer_error(r, "DELETE", path, &res);
+                return run_answer_error(r, "DELETE", path, &res);
         return 0;
 }
 
@@ -350,7 +353,7 @@ static int read_lease(Rollout *r) {
 
         if (!path)
                 return log_oom();
-        k = kube_request(r, KUBE_VERB_GET, "GET", path, NULL, &res);
+        k = run_kube_request(r, KUBE_VERB_GET, "GET", path, NULL, &res);
         if (k < 0)
                 return k;
         if (res.status == 404) {
@@ -359,7 +362,7 @@ static int read_lease(Rollout *r) {
                 return 0;
         }
         if (res.status != 200)
-                return answer_error(r, "GET", path, &res);
+                return run_answer_error(r, "GET", path, &res);
         return lease_take_answer(r, "GET", path, &res);
 }
 
@@ -382,14 +385,14 @@ static int write_lease(Rollout *r, const char *holder, const json_t *record) {
         if (!path || !body)
                 return log_oom();
         /* an update counts with the other in-place writes */
-        k = kube_request(r, r->lease_exists ? KUBE_VERB_PATCH : KUBE_VERB_CREATE, method, path,
-                         body, &res);
+        k = run_kube_request(r, r->lease_exists ? KUBE_VERB_PATCH : KUBE_VERB_CREATE, method, path,
+                             body, &res);
         if (k < 0)
                 return k;
         if (res.status == 409)
                 return 0;
         if (res.status != 200 && res.status != 201)
-                return answer_error(r, method, path, &res);
+                return run_answer_error(r, method, path, &res);
         k = lease_take_answer(r, method, path, &res);
         if (k < 0)
                 return k;
@@ -399,7 +402,7 @@ static int write_lease(Rollout *r, const char *holder, const json_t *record) {
 
 /* The record of the rollout this run works on: the one it writes, else the
  * Lease's when it is this rollout's and not finished. Borrowed; may be NULL. */
-static const json_t *record_of(const Rollout *r) {
+const json_t *run_record_of(const Rollout *r) {
         if (r->record)
                 return r->record;
         if (r->lease_exists && rollout_record_running(r->lease.record) &&
@@ -418,12 +421,12 @@ static LeaseOwner lease_owner(const Rollout *r) {
 static bool lease_busy(Rollout *r) {
         if (lease_owner(r) != LEASE_HELD)
                 return false;
-        say(r,
-            "busy: the Lease %s/" ROLLOUT_LEASE_NAME " is held by %s (rollout %s, renewed %s, "
-            "for %llds): another rollout runs. Nothing was changed.",
-            r->namespace, r->lease.holder, strnull(rollout_record_id(r->lease.record)),
-            strnull(r->lease.renew_time), (long long) r->lease.duration_sec);
-        step(r, "lease", ROLLOUT_LEASE_NAME, "busy", r->lease.holder);
+        run_say(r,
+                "busy: the Lease %s/" ROLLOUT_LEASE_NAME " is held by %s (rollout %s, renewed %s, "
+                "for %llds): another rollout runs. Nothing was changed.",
+                r->namespace, r->lease.holder, strnull(rollout_record_id(r->lease.record)),
+                strnull(r->lease.renew_time), (long long) r->lease.duration_sec);
+        run_step(r, "lease", ROLLOUT_LEASE_NAME, "busy", r->lease.holder);
         return true;
 }
 
@@ -439,18 +442,19 @@ static int lease_acquire(Rollout *r) {
         if (lease_busy(r))
                 return -EBUSY;
         if (rollout_record_running(rec) && !streq_ptr(rollout_record_id(rec), r->id)) {
-                say(r,
-                    "busy: the Lease records rollout %s, not finished: continue it (`rollout "
-                    "apply` without --rollout-id) or abort it first. Nothing was changed.",
-                    rollout_record_id(rec));
+                run_say(r,
+                        "busy: the Lease records rollout %s, not finished: continue it (`rollout "
+                        "apply` without --rollout-id) or abort it first. Nothing was changed.",
+                        rollout_record_id(rec));
                 return -EBUSY;
         }
         if (o == LEASE_EXPIRED)
-                say(r,
-                    "lease: taking over from %s, which stopped renewing it at %s (more than %llds "
-                    "ago)",
-                    r->lease.holder, strnull(r->lease.renew_time),
-                    (long long) r->lease.duration_sec);
+                run_say(r,
+                        "lease: taking over from %s, which stopped renewing it at %s (more than "
+                        "%llds "
+                        "ago)",
+                        r->lease.holder, strnull(r->lease.renew_time),
+                        (long long) r->lease.duration_sec);
         record = rollout_record_running(rec) ? json_deep_copy(rec) : rollout_record_new(r->id);
         if (!record)
                 return log_oom();
@@ -458,17 +462,17 @@ static int lease_acquire(Rollout *r) {
         if (k < 0)
                 return k;
         if (k == 0) {
-                say(r,
-                    "busy: another rollout took the Lease %s/" ROLLOUT_LEASE_NAME
-                    " first (409). Nothing was changed.",
-                    r->namespace);
-                step(r, "lease", ROLLOUT_LEASE_NAME, "busy", NULL);
+                run_say(r,
+                        "busy: another rollout took the Lease %s/" ROLLOUT_LEASE_NAME
+                        " first (409). Nothing was changed.",
+                        r->namespace);
+                run_step(r, "lease", ROLLOUT_LEASE_NAME, "busy", NULL);
                 return -EBUSY;
         }
         json_decref(r->record);
         r->record = TAKE_PTR(record);
         r->lease_held = true;
-        step(r, "lease", ROLLOUT_LEASE_NAME, "acquired", r->holder);
+        run_step(r, "lease", ROLLOUT_LEASE_NAME, "acquired", r->holder);
         return 0;
 }
 
@@ -483,7 +487,7 @@ static int lease_lost(Rollout *r) {
 
 /* Write-ahead: records step (stolen) in the Lease before it is taken. A
  * no-op when this run does not hold it. */
-static int lease_note(Rollout *r, json_t *s) {
+int run_lease_note(Rollout *r, json_t *s) {
         int k;
 
         if (!r->lease_held) {
@@ -503,7 +507,7 @@ static int lease_note(Rollout *r, json_t *s) {
 }
 
 /* Renews the Lease at a third of its duration. */
-static int lease_renew(Rollout *r) {
+int run_lease_renew(Rollout *r) {
         int k;
 
         if (!r->lease_held || now_usec(CLOCK_MONOTONIC) - r->lease_written_usec <
@@ -529,11 +533,11 @@ static int lease_release(Rollout *r, const char *state) {
 
 /* Between two looks while waiting: the Lease renewed, then the poll interval. */
 static int poll_wait(Rollout *r) {
-        int k = lease_renew(r);
+        int k = run_lease_renew(r);
 
         if (k < 0)
                 return k;
-        sleep_usec(r->args->poll_usec);
+        run_sleep(r->args->poll_usec);
         return 0;
 }
 
@@ -610,7 +614,7 @@ static int load(Rollout *r) {
         if (k < 0)
                 return k;
         for (RolloutRole role = 0; role < _ROLE_MAX; role++) {
-                k = list_pods(r, role);
+                k = run_list_pods(r, role);
                 if (k < 0)
                         return k;
         }
@@ -665,23 +669,24 @@ static size_t report_blockers(Rollout *r) {
                 if (excluded(r, node->name))
                         continue;
                 if (c == CLAIM_SETTLING && r->settle_expired) {
-                        say(r,
-                            "blocked: node %s is still %s after %llu s (--settle-timeout), with "
-                            "no reason: it did not settle.",
-                            node->name, node->state,
-                            (unsigned long long) (r->args->settle_usec / 1000000u));
-                        step(r, "preflight", node->name, "blocked", node->state);
+                        run_say(r,
+                                "blocked: node %s is still %s after %llu s (--settle-timeout), "
+                                "with "
+                                "no reason: it did not settle.",
+                                node->name, node->state,
+                                (unsigned long long) (r->args->settle_usec / 1000000u));
+                        run_step(r, "preflight", node->name, "blocked", node->state);
                         n++;
                         continue;
                 }
                 if (c == CLAIM_SETTLING) {
-                        say(r,
-                            "settling: node %s is %s, with no reason: " SETTLING_WHY
-                            "; apply reads it again for up to %llu s (--settle-timeout) before "
-                            "it counts as blocking.",
-                            node->name, node->state,
-                            (unsigned long long) (r->args->settle_usec / 1000000u));
-                        step(r, "preflight", node->name, "settling", node->state);
+                        run_say(r,
+                                "settling: node %s is %s, with no reason: " SETTLING_WHY
+                                "; apply reads it again for up to %llu s (--settle-timeout) before "
+                                "it counts as blocking.",
+                                node->name, node->state,
+                                (unsigned long long) (r->args->settle_usec / 1000000u));
+                        run_step(r, "preflight", node->name, "settling", node->state);
                         continue;
                 }
                 if (c != CLAIM_FOREIGN && c != CLAIM_OTHER_ROLLOUT)
@@ -689,11 +694,11 @@ static size_t report_blockers(Rollout *r) {
                 if (asprintf(&why, "%s, reason \"%s\"%s%s", node->state, node->reason,
                              node->reason_user[0] ? " set by " : "", node->reason_user) < 0)
                         why = NULL;
-                say(r,
-                    "blocked: node %s is out of service for a reason that is not this "
-                    "rollout's: %s.",
-                    node->name, strnull(why));
-                step(r, "preflight", node->name, "blocked", why);
+                run_say(r,
+                        "blocked: node %s is out of service for a reason that is not this "
+                        "rollout's: %s.",
+                        node->name, strnull(why));
+                run_step(r, "preflight", node->name, "blocked", why);
                 n++;
         }
         for (size_t i = 0; i < r->n_pods[ROLE_WORKER]; i++) {
@@ -702,27 +707,27 @@ static size_t report_blockers(Rollout *r) {
                 if (p->verdict != VERDICT_STALE || excluded(r, p->node) ||
                     slurm_node_list_find(r->nodes, p->node))
                         continue;
-                say(r,
-                    "blocked: worker pod %s maps to Slurm node %s, which Slurm does not know "
-                    "(see --node-name).",
-                    p->name, p->node);
-                step(r, "preflight", p->node, "blocked", "unknown to Slurm");
+                run_say(r,
+                        "blocked: worker pod %s maps to Slurm node %s, which Slurm does not know "
+                        "(see --node-name).",
+                        p->name, p->node);
+                run_step(r, "preflight", p->node, "blocked", "unknown to Slurm");
                 n++;
         }
         if (n > 0)
-                say(r, "Nothing was changed. Return those nodes to service, or leave them out "
-                       "with --exclude NODE.");
+                run_say(r, "Nothing was changed. Return those nodes to service, or leave them out "
+                           "with --exclude NODE.");
         return n;
 }
 
 /* A pod this rollout has deleted (its Lease says), whatever it looks like
  * now: it is never deleted again. */
 static bool deleted_already(const Rollout *r, const RolloutPod *p) {
-        const json_t *rec = record_of(r);
+        const json_t *rec = run_record_of(r);
         return rec && rollout_record_has(rec, "delete", "pod", p->name, p->uid);
 }
 
-static bool wanted(const Rollout *r, const RolloutPod *p) {
+bool run_wanted(const Rollout *r, const RolloutPod *p) {
         return p->verdict == VERDICT_STALE && !excluded(r, p->node) &&
                !(r->args->self && streq(r->args->self, p->name)) && !deleted_already(r, p);
 }
@@ -748,11 +753,11 @@ static size_t count_work(const Rollout *r) {
 
         for (RolloutRole role = 0; role < _ROLE_MAX; role++)
                 for (size_t i = 0; i < r->n_pods[role]; i++)
-                        n += wanted(r, &r->pods[role][i]);
+                        n += run_wanted(r, &r->pods[role][i]);
         for (size_t i = 0; i < r->nodes->n_nodes; i++)
                 n += held(r, &r->nodes->nodes[i]);
-        if (record_of(r)) {
-                json_t *pending = rollout_record_pending(record_of(r));
+        if (run_record_of(r)) {
+                json_t *pending = rollout_record_pending(run_record_of(r));
                 n += json_array_size(pending);
                 json_decref(pending);
         }
@@ -766,7 +771,7 @@ static void describe(Rollout *r) {
                 for (size_t i = 0; i < r->n_pods[role]; i++) {
                         const RolloutPod *p = &r->pods[role][i];
                         const char *action =
-                                wanted(r, p)                    ? "replace"
+                                run_wanted(r, p)                ? "replace"
                                 : deleted_already(r, p)         ? "wait (deleted by this rollout)"
                                 : p->verdict == VERDICT_CURRENT ? "keep"
                                 : r->args->self && streq(r->args->self, p->name)
@@ -775,9 +780,9 @@ static void describe(Rollout *r) {
                                 : p->verdict == VERDICT_UNVERIFIED ? "skip (unverified)"
                                                                    : "skip (unknown)";
 
-                        say(r, "  %-6s %-32s %-20s %-10s %s (%s)", rollout_role_to_string(role),
-                            p->name, strempty(p->node), pod_verdict_to_string(p->verdict), action,
-                            p->why);
+                        run_say(r, "  %-6s %-32s %-20s %-10s %s (%s)", rollout_role_to_string(role),
+                                p->name, strempty(p->node), pod_verdict_to_string(p->verdict),
+                                action, p->why);
                         (void) json_array_append_new(
                                 pods, json_pack("{s:s, s:s, s:s, s:s?, s:s, s:s, s:b, s:s}", "name",
                                                 p->name, "uid", p->uid, "role",
@@ -798,20 +803,21 @@ static void describe(Rollout *r) {
                                    r->trust.unchecked ? json_null()
                                                       : json_boolean(!r->trust.why_not));
         if (r->trust.unchecked)
-                say(r, "--trust-unprotected-conditions: every pod's condition is believed, "
-                       "whoever wrote it.");
+                run_say(r, "--trust-unprotected-conditions: every pod's condition is believed, "
+                           "whoever wrote it.");
         else if (r->trust.why_not && count_unverified(r) > 0)
-                say(r,
-                    "unverified: no condition is believed: %s. Apply "
-                    "container/kubernetes/validatingadmissionpolicy.yaml (Kubernetes 1.30 and "
-                    "later), or see --trust-unprotected-conditions.",
-                    r->trust.why_not);
+                run_say(r,
+                        "unverified: no condition is believed: %s. Apply "
+                        "container/kubernetes/validatingadmissionpolicy.yaml (Kubernetes 1.30 and "
+                        "later), or see --trust-unprotected-conditions.",
+                        r->trust.why_not);
         else if (count_unverified(r) > 0)
-                say(r,
-                    "unverified: %zu pod(s) whose condition was not written since the admission "
-                    "policies were bound: left alone until their agent writes it again or they "
-                    "are replaced.",
-                    count_unverified(r));
+                run_say(r,
+                        "unverified: %zu pod(s) whose condition was not written since the "
+                        "admission "
+                        "policies were bound: left alone until their agent writes it again or they "
+                        "are replaced.",
+                        count_unverified(r));
 }
 
 /* ---------------------------------------------------------------------------
@@ -853,24 +859,24 @@ static int settle(Rollout *r, char *const *names, size_t n) {
                 /* Blocked anyway: waiting would only delay saying so. */
                 if (settling == 0 || blocked > 0) {
                         if (waited)
-                                step(r, "settle", NULL, "done", NULL);
+                                run_step(r, "settle", NULL, "done", NULL);
                         if (waited && settling == 0)
-                                say(r, "  settled after %.1f s.",
-                                    (double) (now_usec(CLOCK_MONOTONIC) - start) / 1e6);
+                                run_say(r, "  settled after %.1f s.",
+                                        (double) (now_usec(CLOCK_MONOTONIC) - start) / 1e6);
                         return 0;
                 }
                 if (now_usec(CLOCK_MONOTONIC) >= deadline) {
                         r->settle_expired = true;
-                        step(r, "settle", NULL, "timeout", NULL);
+                        run_step(r, "settle", NULL, "timeout", NULL);
                         return 0;
                 }
                 if (!waited)
-                        say(r,
-                            "settling: %zu node(s) out of service only for a moment (node %s "
-                            "is %s, with no reason): reading them again for up to %llu s "
-                            "(--settle-timeout).",
-                            settling, first->name, first->state,
-                            (unsigned long long) (r->args->settle_usec / 1000000u));
+                        run_say(r,
+                                "settling: %zu node(s) out of service only for a moment (node %s "
+                                "is %s, with no reason): reading them again for up to %llu s "
+                                "(--settle-timeout).",
+                                settling, first->name, first->state,
+                                (unsigned long long) (r->args->settle_usec / 1000000u));
                 waited = true;
                 k = poll_wait(r);
                 if (k >= 0)
@@ -895,19 +901,20 @@ static int wait_jobs(Rollout *r, char **names, size_t n) {
                 for (size_t i = 0; i < jobs->n_jobs; i++)
                         active += slurm_job_is_active(&jobs->jobs[i]);
                 if (active == 0) {
-                        step(r, "wait-jobs", NULL, "done", NULL);
+                        run_step(r, "wait-jobs", NULL, "done", NULL);
                         return 0;
                 }
                 if (now_usec(CLOCK_MONOTONIC) >= deadline) {
-                        say(r, "Timed out: %zu job(s) still hold the drained nodes.", active);
-                        step(r, "wait-jobs", NULL, "timeout", NULL);
+                        run_say(r, "Timed out: %zu job(s) still hold the drained nodes.", active);
+                        run_step(r, "wait-jobs", NULL, "timeout", NULL);
                         return -ETIME;
                 }
                 if (now_usec(CLOCK_MONOTONIC) - said >= 30u * 1000000u) {
-                        say(r,
-                            "waiting for %zu job(s) to end on the drained nodes (job %u: %s on "
-                            "%s)...",
-                            active, jobs->jobs[0].job_id, jobs->jobs[0].state, jobs->jobs[0].nodes);
+                        run_say(r,
+                                "waiting for %zu job(s) to end on the drained nodes (job %u: %s on "
+                                "%s)...",
+                                active, jobs->jobs[0].job_id, jobs->jobs[0].state,
+                                jobs->jobs[0].nodes);
                         said = now_usec(CLOCK_MONOTONIC);
                 }
                 k = poll_wait(r);
@@ -953,10 +960,10 @@ static int wait_replacement(Rollout *r, const RolloutPod *old, const SlurmNode *
                                 return 0;
                 }
                 if (now_usec(CLOCK_MONOTONIC) >= deadline) {
-                        say(r,
-                            "Timed out waiting for the replacement of pod %s: still waiting "
-                            "for %s.",
-                            old->name, missing);
+                        run_say(r,
+                                "Timed out waiting for the replacement of pod %s: still waiting "
+                                "for %s.",
+                                old->name, missing);
                         return -ETIME;
                 }
                 k = poll_wait(r);
@@ -973,7 +980,7 @@ static int wait_login(Rollout *r, const RolloutPod *old, size_t ready_before) {
         for (;;) {
                 size_t ready = 0;
                 bool old_seen = false;
-                int k = list_pods(r, ROLE_LOGIN);
+                int k = run_list_pods(r, ROLE_LOGIN);
 
                 if (k < 0)
                         return k;
@@ -985,264 +992,14 @@ static int wait_login(Rollout *r, const RolloutPod *old, size_t ready_before) {
                 if (!old_seen && ready >= ready_before)
                         return 0;
                 if (now_usec(CLOCK_MONOTONIC) >= deadline) {
-                        say(r, "Timed out waiting for the replacement of login pod %s.", old->name);
+                        run_say(r, "Timed out waiting for the replacement of login pod %s.",
+                                old->name);
                         return -ETIME;
                 }
                 k = poll_wait(r);
                 if (k < 0)
                         return k;
         }
-}
-
-/* ---------------------------------------------------------------------------
- * The enroot ConfigMap: it must exist and be its release's (rollout-verify.h)
- * before any pod is replaced, since a pod recreated without it cannot start
- * (the guide: never prune or uninstall that release while slinky-slurm
- * exists). */
-
-static int configmap_refuse(Rollout *r, const char *result, const char *found, const char *fmt, ...)
-        _printf_(4, 5);
-static int configmap_refuse(Rollout *r, const char *result, const char *found, const char *fmt,
-                            ...) {
-        va_list ap;
-        int k;
-
-        va_start(ap, fmt);
-        k = vasprintf(&r->configmap_refused, fmt, ap);
-        va_end(ap);
-        if (k < 0) {
-                r->configmap_refused = NULL;
-                return log_oom();
-        }
-        (void) json_object_set_new(
-                r->report, "configmap",
-                json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s}", "name", r->args->configmap,
-                          "namespace", r->namespace, "release", r->args->configmap_release,
-                          "result", result, "found", found, "detail", r->configmap_refused));
-        return 0;
-}
-
-/* Reads the ConfigMap and checks it: 0 with r->configmap_refused NULL when
- * it passed (its ROLLOUT_ENV_KEY kept for --verify-image), set when not;
- * a failure to read it (logged) otherwise. */
-static int check_configmap(Rollout *r) {
-        const RolloutArgs *a = r->args;
-        _cleanup_(kube_result_done) KubeResult res = {};
-        _cleanup_(configmap_set_freep) ConfigMapSet *set = NULL;
-        _cleanup_(json_decrefp) json_t *cm = NULL;
-        _cleanup_free_ char *path = NULL, *error = NULL;
-        const char *found = NULL;
-        int k;
-
-        if (asprintf(&path, "/api/v1/namespaces/%s/configmaps/%s", r->namespace, a->configmap) < 0)
-                return log_oom();
-        k = kube_request(r, KUBE_VERB_GET, "GET", path, NULL, &res);
-        if (k < 0)
-                return k;
-        if (res.status == 404)
-                return configmap_refuse(
-                        r, "missing", NULL,
-                        "the ConfigMap %s/%s does not exist (GET: 404 NotFound): a pod recreated "
-                        "now could not mount it and would not start. Install the release %s "
-                        "again (it owns the ConfigMap), or give --configmap",
-                        r->namespace, a->configmap, a->configmap_release);
-        if (res.status != 200)
-                return answer_error(r, "GET", path, &res);
-        cm = json_loadb(res.body, res.body_len, 0, NULL);
-        if (!cm)
-                return log_error_errno(-EBADMSG, "GET %s: the answer is not JSON.", path);
-        k = rollout_configmap_owner(cm, a->configmap_release, &found);
-        if (k == -ENOENT)
-                return configmap_refuse(
-                        r, "no-release", NULL,
-                        "the ConfigMap %s/%s has no annotation " ROLLOUT_HELM_RELEASE_ANNOTATION
-                        ": it is not the Helm release %s's, and nothing says it stays while the "
-                        "pods need it. Give --configmap-release, or install the ConfigMap with "
-                        "its release",
-                        r->namespace, a->configmap, a->configmap_release);
-        if (k < 0)
-                return configmap_refuse(r, "other-release", found,
-                                        "the ConfigMap %s/%s belongs to the Helm release \"%s\" "
-                                        "(annotation " ROLLOUT_HELM_RELEASE_ANNOTATION
-                                        "), not %s: check which release owns it, or give "
-                                        "--configmap-release",
-                                        r->namespace, a->configmap, found, a->configmap_release);
-        k = configmap_parse(res.body, res.body_len, &set, &error);
-        if (k == -ENOMEM)
-                return log_oom();
-        if (k < 0)
-                return log_error_errno(k, "GET %s: the ConfigMap cannot be read: %s.", path,
-                                       strnull(error));
-        for (size_t i = 0; i < set->n_entries; i++)
-                if (streq(set->entries[i].key, ROLLOUT_ENV_KEY)) {
-                        free(r->desired_env);
-                        r->desired_env = malloc(set->entries[i].len + 1);
-                        if (!r->desired_env)
-                                return log_oom();
-                        /* with its terminating NUL (configmap.h) */
-                        memcpy(r->desired_env, set->entries[i].value, set->entries[i].len + 1);
-                        r->desired_env_len = set->entries[i].len;
-                }
-        (void) json_object_set_new(r->report, "configmap",
-                                   json_pack("{s:s, s:s, s:s, s:s, s:s}", "name", a->configmap,
-                                             "namespace", r->namespace, "release",
-                                             a->configmap_release, "result", "ok", "found",
-                                             a->configmap_release));
-        say(r, "  configmap %s/%s: present, owned by release %s", r->namespace, a->configmap,
-            a->configmap_release);
-        return 0;
-}
-
-/* ---------------------------------------------------------------------------
- * --verify-image: what a job sees on each replaced node (rollout-verify.h). */
-
-static int note_replaced(Rollout *r, const char *node) {
-        char **l;
-
-        for (size_t i = 0; i < r->n_replaced_nodes; i++)
-                if (streq(r->replaced_nodes[i], node))
-                        return 0;
-        l = realloc(r->replaced_nodes, (r->n_replaced_nodes + 1) * sizeof(char *));
-        if (!l)
-                return log_oom();
-        r->replaced_nodes = l;
-        l[r->n_replaced_nodes] = strdup(node);
-        if (!l[r->n_replaced_nodes])
-                return log_oom();
-        r->n_replaced_nodes++;
-        return 0;
-}
-
-static json_t *names_json(char *const *names, size_t n) {
-        json_t *a = json_array();
-
-        for (size_t i = 0; a && i < n; i++)
-                (void) json_array_append_new(a, json_string(names[i]));
-        return a;
-}
-
-static char *names_joined(char *const *names, size_t n) {
-        _cleanup_free_ char *s = strdup("");
-
-        for (size_t i = 0; s && i < n; i++) {
-                char *t = NULL;
-
-                if (asprintf(&t, "%s%s%s", s, i ? ", " : "", names[i]) < 0)
-                        return NULL;
-                free(s);
-                s = t;
-        }
-        return TAKE_PTR(s);
-}
-
-/* One node: "verified", "mismatch", "skipped" or "failed", said and added to
- * results; the keys, never a value. *pyxis_absent is set once srun refused
- * --container-image, and later nodes are skipped for it without running. */
-static const char *verify_node(Rollout *r, const char *node, bool *pyxis_absent, json_t *results,
-                               char **ret_detail) {
-        _cleanup_(slurm_command_report_done) SlurmCommandReport rep = {};
-        _cleanup_(rollout_env_check_done) RolloutEnvCheck check = {};
-        _cleanup_free_ char *out = NULL, *differ = NULL, *missing = NULL, *dynamic = NULL;
-        const char *result;
-        size_t len = 0;
-        int k;
-
-        if (*pyxis_absent)
-                k = -ENOTSUP;
-        else if (!r->desired_env)
-                k = -ENOENT;
-        else
-                k = slurm_container_env(r->slurm, node, r->args->verify_image, &out, &len, &rep);
-        if (k >= 0)
-                k = rollout_env_verify(r->desired_env, r->desired_env_len, out, len, &check);
-        if (k == -ENOMEM)
-                return log_oom(), NULL;
-        differ = names_joined(check.differ, check.n_differ);
-        missing = names_joined(check.missing, check.n_missing);
-        dynamic = names_joined(check.dynamic, check.n_dynamic);
-        if (!differ || !missing || !dynamic)
-                return log_oom(), NULL;
-        if (k == -ENOTSUP) {
-                result = "skipped";
-                if (!*pyxis_absent)
-                        say(r, "  %s", strnull(rep.error));
-                *pyxis_absent = true;
-                (void) asprintf(ret_detail,
-                                "srun does not take --container-image: the pyxis plugin is not "
-                                "installed, so no job runs in a container here");
-        } else if (k == -ENOENT) {
-                result = "skipped";
-                (void) asprintf(ret_detail, "the ConfigMap has no " ROLLOUT_ENV_KEY);
-        } else if (k < 0) {
-                result = "failed";
-                (void) asprintf(ret_detail, "%s",
-                                rep.error ? rep.error : "the job's environment cannot be read");
-        } else if (check.n_differ + check.n_missing > 0) {
-                result = "mismatch";
-                (void) asprintf(ret_detail, "%s%s%s%s%s", check.n_differ ? "differ: " : "", differ,
-                                check.n_differ && check.n_missing ? "; " : "",
-                                check.n_missing ? "missing: " : "", missing);
-        } else {
-                result = "verified";
-                (void) asprintf(ret_detail, "%zu key(s) as in " ROLLOUT_ENV_KEY "%s%s%s",
-                                check.n_same, check.n_dynamic ? "; not compared (${NAME}): " : "",
-                                dynamic, "");
-        }
-        say(r, "verify: node %s: %s: %s", node, result, strnull(*ret_detail));
-        (void) json_array_append_new(
-                results,
-                json_pack("{s:s, s:s, s:o, s:o, s:o, s:s?}", "node", node, "result", result,
-                          "differ", names_json(check.differ, check.n_differ), "missing",
-                          names_json(check.missing, check.n_missing), "not_compared",
-                          names_json(check.dynamic, check.n_dynamic), "detail", *ret_detail));
-        return result;
-}
-
-/* Runs --verify-image on every node this run replaced, once they are back.
- * Returns how many mismatched or failed (their names and keys said), or
- * -ENOMEM. */
-static int verify_nodes(Rollout *r) {
-        json_t *v = json_object_get(r->report, "verify"), *results = json_object_get(v, "nodes");
-        bool pyxis_absent = false;
-        int bad = 0;
-
-        if (!r->args->verify_image)
-                return 0;
-        if (r->n_replaced_nodes == 0)
-                say(r, "verify: no worker node was replaced by this run: nothing to verify");
-        for (size_t i = 0; i < r->n_replaced_nodes; i++) {
-                _cleanup_free_ char *detail = NULL;
-                const char *result =
-                        verify_node(r, r->replaced_nodes[i], &pyxis_absent, results, &detail);
-
-                if (!result)
-                        return -ENOMEM;
-                step(r, "verify", r->replaced_nodes[i], result, detail);
-                if (lease_note(r, json_pack("{s:s, s:s, s:s}", "step", "verify", "node",
-                                            r->replaced_nodes[i], "result", result)) < 0)
-                        bad++;
-                if (streq(result, "mismatch") || streq(result, "failed")) {
-                        say(r, "verify failed: node %s: %s", r->replaced_nodes[i], strnull(detail));
-                        bad++;
-                }
-        }
-        return bad;
-}
-
-/* What plan says and the report holds before anything runs. */
-static void verify_plan(Rollout *r) {
-        const RolloutArgs *a = r->args;
-
-        if (!a->verify_image)
-                return;
-        (void) json_object_set_new(r->report, "verify",
-                                   json_pack("{s:s, s:s, s:[]}", "image", a->verify_image, "key",
-                                             ROLLOUT_ENV_KEY, "nodes"));
-        say(r,
-            "  verify: once the nodes are back, `srun -w NODE -N1 -n1 --container-image=%s env` "
-            "on each replaced worker node, the keys of " ROLLOUT_ENV_KEY " compared by SHA-256%s",
-            a->verify_image,
-            r->configmap_refused || r->desired_env ? "" : " (the ConfigMap has none: skipped)");
 }
 
 /* ---------------------------------------------------------------------------
@@ -1254,7 +1011,7 @@ static int replace_worker(Rollout *r, const RolloutPod *p) {
         const SlurmNode *n;
         int k;
 
-        say(r, "replace: worker pod %s (node %s)", p->name, p->node);
+        run_say(r, "replace: worker pod %s (node %s)", p->name, p->node);
         k = read_nodes(r);
         if (k < 0)
                 return k;
@@ -1262,31 +1019,31 @@ static int replace_worker(Rollout *r, const RolloutPod *p) {
         if (n)
                 before = (SlurmNode){.boot_time_sec = n->boot_time_sec,
                                      .slurmd_start_time_sec = n->slurmd_start_time_sec};
-        k = lease_note(r, json_pack("{s:s, s:s, s:s, s:s, s:s}", "step", "delete", "pod", p->name,
-                                    "uid", p->uid, "node", p->node, "role", "worker"));
+        k = run_lease_note(r, json_pack("{s:s, s:s, s:s, s:s, s:s}", "step", "delete", "pod",
+                                        p->name, "uid", p->uid, "node", p->node, "role", "worker"));
         if (k < 0)
                 return k;
         k = delete_pod(r, p);
         if (k >= 0)
                 k = wait_replacement(r, p, n ? &before : NULL);
         if (k < 0) {
-                step(r, "replace", p->name, k == -ETIME ? "timeout" : "failed", p->node);
+                run_step(r, "replace", p->name, k == -ETIME ? "timeout" : "failed", p->node);
                 return k;
         }
         /* The preStop hook left it DOWN with its own reason: hold it with ours
          * until the resume, so a later run knows it. */
         k = set_nodes(r, &name, 1, true);
         if (k >= 0)
-                k = lease_note(r, json_pack("{s:s, s:s, s:s}", "step", "ready", "pod", p->name,
-                                            "uid", p->uid));
+                k = run_lease_note(r, json_pack("{s:s, s:s, s:s}", "step", "ready", "pod", p->name,
+                                                "uid", p->uid));
         if (k < 0)
                 return k;
-        step(r, "replace", p->name, "done", p->node);
-        k = note_replaced(r, p->node);
+        run_step(r, "replace", p->name, "done", p->node);
+        k = rollout_note_replaced(r, p->node);
         if (k < 0)
                 return k;
-        say(r, "  pod %s replaced: Ready, %s=True, node %s registered", p->name,
-            r->args->condition_type, p->node);
+        run_say(r, "  pod %s replaced: Ready, %s=True, node %s registered", p->name,
+                r->args->condition_type, p->node);
         return 0;
 }
 
@@ -1303,7 +1060,7 @@ static int do_workers(Rollout *r, RolloutPod *const *batch, size_t n) {
                 names[m++] = batch[i]->node;
         if (m == 0)
                 return 0;
-        say(r, "drain: %zu node(s), reason \"" ROLLOUT_REASON_PREFIX "%s: ...\"", m, r->id);
+        run_say(r, "drain: %zu node(s), reason \"" ROLLOUT_REASON_PREFIX "%s: ...\"", m, r->id);
         k = read_nodes(r);
         if (k >= 0)
                 k = settle(r, names, m);
@@ -1319,20 +1076,20 @@ static int do_workers(Rollout *r, RolloutPod *const *batch, size_t n) {
                 /* Someone took it out of service since the plan: never overwrite
                  * that. Still settling after settle(): it did not. */
                 if (c == CLAIM_FOREIGN || c == CLAIM_OTHER_ROLLOUT || c == CLAIM_SETTLING) {
-                        say(r, "blocked: node %s is now %s, reason \"%s\": not draining it.",
-                            names[i], node ? node->state : "unknown to Slurm",
-                            node ? node->reason : "");
-                        step(r, "drain", names[i], "blocked", node ? node->reason : NULL);
+                        run_say(r, "blocked: node %s is now %s, reason \"%s\": not draining it.",
+                                names[i], node ? node->state : "unknown to Slurm",
+                                node ? node->reason : "");
+                        run_step(r, "drain", names[i], "blocked", node ? node->reason : NULL);
                         return -EBUSY;
                 }
-                k = lease_note(r, json_pack("{s:s, s:s}", "step", "drain", "node", names[i]));
+                k = run_lease_note(r, json_pack("{s:s, s:s}", "step", "drain", "node", names[i]));
                 if (k >= 0)
                         k = set_nodes(r, &names[i], 1, true);
                 if (k < 0) {
-                        step(r, "drain", names[i], "failed", NULL);
+                        run_step(r, "drain", names[i], "failed", NULL);
                         return k;
                 }
-                step(r, "drain", names[i], "done", NULL);
+                run_step(r, "drain", names[i], "done", NULL);
         }
         k = wait_jobs(r, names, m);
         if (k < 0)
@@ -1364,7 +1121,8 @@ static int wait_responding(Rollout *r, char **names, size_t n) {
                 if (waiting == 0)
                         return 0;
                 if (now_usec(CLOCK_MONOTONIC) >= deadline) {
-                        say(r, "  %zu resumed node(s) still not responding to slurmctld.", waiting);
+                        run_say(r, "  %zu resumed node(s) still not responding to slurmctld.",
+                                waiting);
                         return 0;
                 }
                 k = poll_wait(r);
@@ -1379,7 +1137,7 @@ static int resume_held(Rollout *r, bool only_unreplaced) {
         int k;
 
         /* Fresh views: which pods were replaced, which nodes are held. */
-        k = list_pods(r, ROLE_WORKER);
+        k = run_list_pods(r, ROLE_WORKER);
         if (k >= 0)
                 k = read_nodes(r);
         if (k < 0)
@@ -1396,11 +1154,11 @@ static int resume_held(Rollout *r, bool only_unreplaced) {
                 if (!held(r, n))
                         continue;
                 if (only_unreplaced && replaced) {
-                        say(r,
-                            "  node %s was replaced and stays out of service: check it, then "
-                            "`scontrol update nodename=%s state=resume`",
-                            n->name, n->name);
-                        step(r, "keep", n->name, "replaced", NULL);
+                        run_say(r,
+                                "  node %s was replaced and stays out of service: check it, then "
+                                "`scontrol update nodename=%s state=resume`",
+                                n->name, n->name);
+                        run_step(r, "keep", n->name, "replaced", NULL);
                         continue;
                 }
                 if (!only_unreplaced && p && p->verdict != VERDICT_CURRENT)
@@ -1418,8 +1176,8 @@ static int resume_held(Rollout *r, bool only_unreplaced) {
                 return 0;
         }
         for (size_t i = 0; i < m; i++) {
-                say(r, "resume: node %s", names[i]);
-                k = lease_note(r, json_pack("{s:s, s:s}", "step", "resume", "node", names[i]));
+                run_say(r, "resume: node %s", names[i]);
+                k = run_lease_note(r, json_pack("{s:s, s:s}", "step", "resume", "node", names[i]));
                 if (k < 0) {
                         slurm_names_free(names);
                         return k;
@@ -1427,7 +1185,7 @@ static int resume_held(Rollout *r, bool only_unreplaced) {
         }
         k = set_nodes(r, names, m, false);
         for (size_t i = 0; i < m; i++)
-                step(r, "resume", names[i], k < 0 ? "failed" : "done", NULL);
+                run_step(r, "resume", names[i], k < 0 ? "failed" : "done", NULL);
         if (k >= 0)
                 k = wait_responding(r, names, m);
         slurm_names_free(names);
@@ -1464,10 +1222,10 @@ static int finish_pending(Rollout *r) {
                                                "The Lease records worker pod %s without its "
                                                "node.",
                                                old.name);
-                say(r,
-                    "continue: pod %s (uid %s) was deleted by this rollout; waiting for its "
-                    "replacement",
-                    old.name, old.uid);
+                run_say(r,
+                        "continue: pod %s (uid %s) was deleted by this rollout; waiting for its "
+                        "replacement",
+                        old.name, old.uid);
                 k = get_pod(r, old.name, role, &now);
                 if (k > 0 && streq(now.uid, old.uid) && !now.terminating)
                         k = delete_pod(r, &old);
@@ -1481,381 +1239,18 @@ static int finish_pending(Rollout *r) {
                 if (k >= 0 && role == ROLE_WORKER)
                         k = set_nodes(r, &old.node, 1, true);
                 if (k >= 0)
-                        k = lease_note(r, json_pack("{s:s, s:s, s:s}", "step", "ready", "pod",
-                                                    old.name, "uid", old.uid));
-                step(r, "replace", old.name,
-                     k == -ETIME ? "timeout"
-                     : k < 0     ? "failed"
-                                 : "done",
-                     old.node);
+                        k = run_lease_note(r, json_pack("{s:s, s:s, s:s}", "step", "ready", "pod",
+                                                        old.name, "uid", old.uid));
+                run_step(r, "replace", old.name,
+                         k == -ETIME ? "timeout"
+                         : k < 0     ? "failed"
+                                     : "done",
+                         old.node);
                 if (k >= 0 && role == ROLE_WORKER)
-                        k = note_replaced(r, old.node);
+                        k = rollout_note_replaced(r, old.node);
                 if (k < 0)
                         return k;
-                say(r, "  pod %s replaced", old.name);
-        }
-        return 0;
-}
-
-/* ---------------------------------------------------------------------------
- * The login notice: the operator guide's "notify connected users and replace
- * the login pods". Before the first login pod goes, --notify-command runs
- * once, each login pod to be replaced gets an Event, and the rollout waits
- * --login-grace. The notice is a step of the Lease's record, written before
- * anyone is told: a run that continues the rollout tells nobody twice and
- * waits only what is left of the grace. */
-
-/* The login pods this run replaces, in r->pods[ROLE_LOGIN]. */
-static size_t notice_pods(const Rollout *r, const RolloutPod **ret, size_t max) {
-        size_t n = 0;
-
-        for (size_t i = 0; i < r->n_pods[ROLE_LOGIN]; i++)
-                if (wanted(r, &r->pods[ROLE_LOGIN][i])) {
-                        if (ret && n < max)
-                                ret[n] = &r->pods[ROLE_LOGIN][i];
-                        n++;
-                }
-        return n;
-}
-
-/* Whether argv0 names a file this process could execute: itself when it
- * holds a '/', else looked up in PATH as execvp() does. */
-static bool executable_found(const char *argv0) {
-        const char *path = getenv("PATH");
-
-        if (strchr(argv0, '/'))
-                return access(argv0, X_OK) == 0;
-        for (const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin"; p;) {
-                const char *end = strchrnul(p, ':');
-                _cleanup_free_ char *f = NULL;
-
-                if (asprintf(&f, "%.*s%s%s", (int) (end - p), p, end == p ? "" : "/", argv0) >= 0 &&
-                    access(f, X_OK) == 0)
-                        return true;
-                p = *end ? end + 1 : NULL;
-        }
-        return false;
-}
-
-/* Preflight: a --notify-command that cannot run at all is a mistake caught
- * before anything changes, where login pods are to be replaced. Returns
- * true when it can run (or is not needed), else says why. */
-static bool notice_runnable(Rollout *r) {
-        _cleanup_(shell_words_freep) char **words = NULL;
-
-        if (!r->args->notify_command || notice_pods(r, NULL, 0) == 0)
-                return true;
-        if (shell_split_words(r->args->notify_command, &words, NULL) < 0)
-                return log_oom(), false;
-        if (executable_found(words[0]))
-                return true;
-        say(r,
-            "blocked: --notify-command: \"%s\" is not an executable file%s: the users of the "
-            "login pods could not be told.",
-            words[0], strchr(words[0], '/') ? "" : " in PATH");
-        step(r, "preflight", "--notify-command", "blocked", words[0]);
-        return false;
-}
-
-/* The notice for plan and status (and apply's first look): what will be
- * done, or what a run of this rollout did and how long is left. */
-static void notice_report(Rollout *r) {
-        const json_t *rec = record_of(r);
-        int64_t given = 0, deadline = 0, left;
-        size_t n = notice_pods(r, NULL, 0);
-        bool recorded = rec && rollout_record_notice(rec, &given, &deadline);
-        char at[ROLLOUT_MICROTIME_BYTES], end[ROLLOUT_MICROTIME_BYTES];
-        json_t *o, *pods = json_array();
-        _cleanup_free_ const RolloutPod **p = calloc(n + 1, sizeof *p);
-
-        if (!pods || !p) {
-                json_decref(pods);
-                return;
-        }
-        if (n == 0 && !recorded) {
-                json_decref(pods);
-                (void) json_object_set_new(r->report, "login_notice", json_null());
-                return;
-        }
-        notice_pods(r, p, n);
-        for (size_t i = 0; i < n; i++)
-                (void) json_array_append_new(pods, json_string(p[i]->name));
-        o = json_pack("{s:o, s:s?, s:I}", "pods", pods, "command", r->args->notify_command,
-                      "grace_seconds", (json_int_t) (r->args->login_grace_usec / 1000000u));
-        if (!recorded) {
-                say(r,
-                    "login notice: before the first of %zu login pod(s) goes, %s%s%s an Event on "
-                    "each (reason " ROLLOUT_NOTICE_REASON "), then a wait of %llu s "
-                    "(--login-grace)",
-                    n, r->args->notify_command ? "run `" : "",
-                    r->args->notify_command ? r->args->notify_command : "no --notify-command:",
-                    r->args->notify_command ? "`," : "",
-                    (unsigned long long) (r->args->login_grace_usec / 1000000u));
-                (void) json_object_set_new(r->report, "login_notice", o);
-                return;
-        }
-        rollout_microtime_format((uint64_t) given, at);
-        rollout_microtime_format((uint64_t) deadline, end);
-        left = (deadline - (int64_t) now_usec(CLOCK_REALTIME)) / 1000000;
-        left = left > 0 ? left : 0;
-        if (left > 0)
-                say(r, "login notice: given at %s; the login pods go from %s (%lld s left)", at,
-                    end, (long long) left);
-        else
-                say(r, "login notice: given at %s; its grace ended at %s", at, end);
-        (void) json_object_set_new(o, "given_at", json_string(at));
-        (void) json_object_set_new(o, "delete_at", json_string(end));
-        (void) json_object_set_new(o, "seconds_left", json_integer(left));
-        (void) json_object_set_new(r->report, "login_notice", o);
-}
-
-/* The environment of --notify-command: ours, less any AICR_ROLLOUT_*
- * inherited, plus what it is to say. Returns a new array of new strings
- * (shell_words_free()), or NULL when out of memory. */
-static char **notice_environment(const Rollout *r, const RolloutPod *const *pods, size_t n,
-                                 uint64_t grace_usec, int64_t deadline_usec) {
-        _cleanup_(shell_words_freep) char **env = NULL;
-        _cleanup_free_ char *names = NULL, *nodes = NULL;
-        char end[32];
-        size_t m = 0, k = 0, len_names = 0, len_nodes = 0;
-
-        condition_format_time((uint64_t) deadline_usec, end);
-        for (size_t i = 0; i < n; i++) {
-                len_names += strlen(pods[i]->name) + 1;
-                len_nodes += strlen(pods[i]->host ? pods[i]->host : "-") + 1;
-        }
-        names = calloc(len_names + 1, 1);
-        nodes = calloc(len_nodes + 1, 1);
-        while (environ && environ[m])
-                m++;
-        env = calloc(m + 8, sizeof(char *));
-        if (!names || !nodes || !env)
-                return NULL;
-        for (size_t i = 0; i < n; i++) {
-                strcat(strcat(names, i ? " " : ""), pods[i]->name);
-                strcat(strcat(nodes, i ? " " : ""), pods[i]->host ? pods[i]->host : "-");
-        }
-        for (size_t i = 0; i < m; i++) {
-                if (startswith(environ[i], "AICR_ROLLOUT_"))
-                        continue;
-                if (!(env[k++] = strdup(environ[i])))
-                        return NULL;
-        }
-        if (asprintf(&env[k++], "AICR_ROLLOUT_ID=%s", r->id) < 0 ||
-            asprintf(&env[k++], "AICR_ROLLOUT_NAMESPACE=%s", r->namespace) < 0 ||
-            asprintf(&env[k++], "AICR_ROLLOUT_LOGIN_PODS=%s", names) < 0 ||
-            asprintf(&env[k++], "AICR_ROLLOUT_LOGIN_NODES=%s", nodes) < 0 ||
-            asprintf(&env[k++], "AICR_ROLLOUT_GRACE_SECONDS=%llu",
-                     (unsigned long long) (grace_usec / 1000000u)) < 0 ||
-            asprintf(&env[k++], "AICR_ROLLOUT_DELETE_AT=%s", end) < 0 ||
-            asprintf(&env[k++], "AICR_ROLLOUT_DELETE_AT_EPOCH=%lld",
-                     (long long) (deadline_usec / 1000000)) < 0) {
-                env[k - 1] = NULL;
-                return NULL;
-        }
-        return TAKE_PTR(env);
-}
-
-/* The last line of a command's stderr that holds anything, in buf. */
-static const char *last_line(const char *text, char *buf, size_t size) {
-        const char *end = text + strlen(text), *start;
-
-        while (end > text && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
-                end--;
-        for (start = end; start > text && start[-1] != '\n';)
-                start--;
-        (void) snprintf(buf, size, "%.*s", (int) (end - start), start);
-        return buf;
-}
-
-/* Runs --notify-command. Its failure is reported, never returned: by now
- * every worker is replaced and the drained nodes wait for the login pods,
- * so stopping here would keep the cluster out of service to spare the login
- * sessions; the Events and the full grace still come. Returns 0, -ENOMEM. */
-static int notice_command(Rollout *r, const RolloutPod *const *pods, size_t n, uint64_t grace_usec,
-                          int64_t deadline_usec) {
-        _cleanup_(shell_words_freep) char **argv = NULL, **env = NULL;
-        _cleanup_(spawn_result_done) SpawnResult res = {};
-        const char *cmd = r->args->notify_command;
-        char line[512] = "", why[640];
-        int k;
-
-        if (!cmd)
-                return 0;
-        if (shell_split_words(cmd, &argv, NULL) < 0)
-                return log_oom();
-        env = notice_environment(r, pods, n, grace_usec, deadline_usec);
-        if (!env)
-                return log_oom();
-        k = spawn_run((const char *const *) argv, env,
-                      &(SpawnLimits){.timeout_usec = ROLLOUT_NOTIFY_RUN_USEC,
-                                     .max_stdout_bytes = ROLLOUT_NOTIFY_MAX_STDOUT,
-                                     .max_stderr_bytes = ROLLOUT_NOTIFY_MAX_STDERR},
-                      &res);
-        if (k == -ENOMEM)
-                return log_oom();
-        if (res.err)
-                last_line(res.err, line, sizeof line);
-        if (k == 0 && WIFEXITED(res.wait_status) && WEXITSTATUS(res.wait_status) == 0) {
-                say(r, "  notify: `%s` done", cmd);
-                step(r, "notify", "--notify-command", "done", NULL);
-                return 0;
-        }
-        if (k == -ETIME)
-                (void) snprintf(why, sizeof why, "killed after %u s",
-                                ROLLOUT_NOTIFY_RUN_USEC / 1000000u);
-        else if (k == -EFBIG)
-                (void) snprintf(why, sizeof why, "killed for printing more than %u bytes",
-                                ROLLOUT_NOTIFY_MAX_STDOUT);
-        else if (k < 0)
-                (void) snprintf(why, sizeof why, "cannot run: %s", strerror(-k));
-        else if (WIFSIGNALED(res.wait_status))
-                (void) snprintf(why, sizeof why, "killed by signal %d", WTERMSIG(res.wait_status));
-        else
-                (void) snprintf(why, sizeof why, "exit status %d", WEXITSTATUS(res.wait_status));
-        if (line[0])
-                (void) snprintf(why + strlen(why), sizeof why - strlen(why), ": %s", line);
-        say(r,
-            "  notify: `%s` failed (%s). Going on: the users may not have been told, the Events "
-            "and the grace still come.",
-            cmd, why);
-        step(r, "notify", "--notify-command", "failed", why);
-        return 0;
-}
-
-/* Posts the notice Event on pod p. A failure is reported, never returned:
- * the Events tell, they do not guard. */
-static void notice_event(Rollout *r, const RolloutPod *p, const char *message) {
-        _cleanup_(kube_result_done) KubeResult res = {};
-        _cleanup_(json_decrefp) json_t *ev = NULL;
-        _cleanup_free_ char *path = NULL, *body = NULL;
-        char host[256] = "";
-        KubeStatus st;
-
-        (void) gethostname(host, sizeof host - 1);
-        ev = rollout_notice_event(p->name, r->namespace, p->uid, message, host,
-                                  now_usec(CLOCK_REALTIME));
-        body = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
-        if (!body || asprintf(&path, "/api/v1/namespaces/%s/events", r->namespace) < 0) {
-                (void) log_oom();
-                return;
-        }
-        if (kube_request(r, KUBE_VERB_CREATE, "POST", path, body, &res) < 0) {
-                say(r, "  event: not posted on pod %s (no answer); going on", p->name);
-                step(r, "event", p->name, "failed", "no answer");
-                return;
-        }
-        if (res.status == 201 || res.status == 200) {
-                step(r, "event", p->name, "done", NULL);
-                return;
-        }
-        kube_status_parse(res.body, res.body_len, &st);
-        say(r, "  event: not posted on pod %s: POST %s%s: %ld %s: %s%s%s; going on", p->name,
-            r->api_url, path, res.status, st.reason[0] ? st.reason : "error",
-            st.message[0] ? st.message : "no message",
-            res.status == 403 ? ". The rollout needs create on events in namespace " : "",
-            res.status == 403 ? r->namespace : "");
-        step(r, "event", p->name, "failed", st.reason[0] ? st.reason : "error");
-}
-
-/* Until deadline_usec (CLOCK_REALTIME), the Lease renewed. */
-static int notice_wait(Rollout *r, int64_t deadline_usec) {
-        for (;;) {
-                int64_t left = deadline_usec - (int64_t) now_usec(CLOCK_REALTIME);
-                int k;
-
-                if (left <= 0)
-                        return 0;
-                k = lease_renew(r);
-                if (k < 0)
-                        return k;
-                sleep_usec((uint64_t) left < r->args->poll_usec ? (uint64_t) left
-                                                                : r->args->poll_usec);
-        }
-}
-
-/* Before the first login pod goes: the notice (once per pod across runs),
- * then the wait for what is left of the grace. Re-reads the login pods.
- * Returns 0, or a failure to read them or to write the Lease. */
-static int notify_logins(Rollout *r) {
-        _cleanup_free_ const RolloutPod **pods = NULL;
-        _cleanup_free_ const RolloutPod **fresh = NULL;
-        const json_t *rec;
-        uint64_t grace = r->args->login_grace_usec;
-        int64_t given = 0, deadline = 0;
-        char at[ROLLOUT_MICROTIME_BYTES], end[32];
-        size_t n, m = 0;
-        json_t *names;
-        int k;
-
-        k = list_pods(r, ROLE_LOGIN);
-        if (k < 0)
-                return k;
-        n = notice_pods(r, NULL, 0);
-        if (n == 0)
-                return 0; /* no login pod to replace: nobody to tell */
-        pods = calloc(n, sizeof *pods);
-        fresh = calloc(n, sizeof *fresh);
-        if (!pods || !fresh)
-                return log_oom();
-        notice_pods(r, pods, n);
-        rec = record_of(r);
-        /* A run before this one told the users of these pods already. */
-        for (size_t i = 0; i < n; i++)
-                if (!rec || !rollout_record_noticed(rec, pods[i]->name))
-                        fresh[m++] = pods[i];
-        if (m < n && rollout_record_notice(rec, &given, &deadline)) {
-                rollout_microtime_format((uint64_t) given, at);
-                condition_format_time((uint64_t) deadline, end);
-                say(r,
-                    "login notice: given at %s by an earlier run of this rollout: not again; "
-                    "the login pods go at %s",
-                    at, end);
-                step(r, "notify", NULL, "given-earlier", at);
-        }
-        if (m > 0) {
-                int64_t now = (int64_t) now_usec(CLOCK_REALTIME), until = now + (int64_t) grace;
-                _cleanup_free_ char *message = NULL;
-
-                names = json_array();
-                if (!names)
-                        return log_oom();
-                for (size_t i = 0; i < m; i++)
-                        if (json_array_append_new(names, json_string(fresh[i]->name)) < 0) {
-                                json_decref(names);
-                                return log_oom();
-                        }
-                rollout_microtime_format((uint64_t) now, at);
-                condition_format_time((uint64_t) until, end);
-                /* write-ahead: recorded before anyone is told */
-                k = lease_note(r, json_pack("{s:s, s:s, s:I, s:o}", "step", "notify", "time", at,
-                                            "grace_seconds", (json_int_t) (grace / 1000000u),
-                                            "pods", names));
-                if (k < 0)
-                        return k;
-                say(r, "login notice: %zu login pod(s) go at %s, in %llu s (--login-grace)", m, end,
-                    (unsigned long long) (grace / 1000000u));
-                k = notice_command(r, fresh, m, grace, until);
-                if (k < 0)
-                        return k;
-                if (asprintf(&message,
-                             "Rollout %s replaces this login pod for an enroot configuration "
-                             "change at %s (in %llu s): save your work and log out; log in "
-                             "again once a new login pod is Ready.",
-                             r->id, end, (unsigned long long) (grace / 1000000u)) < 0)
-                        return log_oom();
-                for (size_t i = 0; i < m; i++)
-                        notice_event(r, fresh[i], message);
-                deadline = deadline > until ? deadline : until;
-        }
-        if (deadline > (int64_t) now_usec(CLOCK_REALTIME)) {
-                condition_format_time((uint64_t) deadline, end);
-                say(r, "login grace: waiting %.0f s, until %s, before the first login pod goes",
-                    (double) (deadline - (int64_t) now_usec(CLOCK_REALTIME)) / 1e6, end);
-                k = notice_wait(r, deadline);
-                if (k < 0)
-                        return k;
-                step(r, "login-grace", NULL, "done", end);
+                run_say(r, "  pod %s replaced", old.name);
         }
         return 0;
 }
@@ -1870,9 +1265,9 @@ static int apply(Rollout *r) {
          * finishing it changed. */
         k = finish_pending(r);
         if (k >= 0)
-                k = list_pods(r, ROLE_WORKER);
+                k = run_list_pods(r, ROLE_WORKER);
         if (k >= 0)
-                k = list_pods(r, ROLE_LOGIN);
+                k = run_list_pods(r, ROLE_LOGIN);
         if (k < 0)
                 return k;
         copies = calloc(r->n_pods[ROLE_WORKER] + 1, sizeof(RolloutPod));
@@ -1887,7 +1282,7 @@ static int apply(Rollout *r) {
         for (size_t i = 0; i < r->n_pods[ROLE_WORKER] && k >= 0; i++) {
                 const RolloutPod *p = &r->pods[ROLE_WORKER][i];
 
-                if (!wanted(r, p))
+                if (!run_wanted(r, p))
                         continue;
                 copies[n] = (RolloutPod){.name = strdup(p->name),
                                          .uid = strdup(p->uid),
@@ -1913,14 +1308,14 @@ static int apply(Rollout *r) {
                 return k;
 
         /* Tell the login pods' users, and give them the grace. */
-        k = notify_logins(r);
+        k = rollout_notify_logins(r);
         if (k < 0)
                 return k;
         for (size_t i = 0; i < r->n_pods[ROLE_LOGIN]; i++) {
                 _cleanup_(rollout_pod_done) RolloutPod p = {};
                 const RolloutPod *q = &r->pods[ROLE_LOGIN][i];
 
-                if (!wanted(r, q))
+                if (!run_wanted(r, q))
                         continue;
                 /* What its replacement must give back: the Ready, current
                  * login pods there are now, and one more when it is Ready
@@ -1937,22 +1332,22 @@ static int apply(Rollout *r) {
                         .name = strdup(q->name), .uid = strdup(q->uid), .role = ROLE_LOGIN};
                 if (!p.name || !p.uid)
                         return log_oom();
-                say(r, "replace: login pod %s", p.name);
-                k = lease_note(r, json_pack("{s:s, s:s, s:s, s:s, s:I}", "step", "delete", "pod",
-                                            p.name, "uid", p.uid, "role", "login", "ready_before",
-                                            (json_int_t) ready_logins));
+                run_say(r, "replace: login pod %s", p.name);
+                k = run_lease_note(r, json_pack("{s:s, s:s, s:s, s:s, s:I}", "step", "delete",
+                                                "pod", p.name, "uid", p.uid, "role", "login",
+                                                "ready_before", (json_int_t) ready_logins));
                 if (k >= 0)
                         k = delete_pod(r, &p);
                 if (k >= 0)
                         k = wait_login(r, &p, ready_logins);
                 if (k >= 0)
-                        k = lease_note(r, json_pack("{s:s, s:s, s:s}", "step", "ready", "pod",
-                                                    p.name, "uid", p.uid));
-                step(r, "replace", p.name,
-                     k == -ETIME ? "timeout"
-                     : k < 0     ? "failed"
-                                 : "done",
-                     NULL);
+                        k = run_lease_note(r, json_pack("{s:s, s:s, s:s}", "step", "ready", "pod",
+                                                        p.name, "uid", p.uid));
+                run_step(r, "replace", p.name,
+                         k == -ETIME ? "timeout"
+                         : k < 0     ? "failed"
+                                     : "done",
+                         NULL);
                 if (k < 0)
                         return k;
                 i = (size_t) -1; /* the list changed: start over, skipping the current */
@@ -1985,7 +1380,7 @@ void rollout_done(Rollout *r) {
 }
 
 static int finish(Rollout *r, int status, const char *result) {
-        say(r, "%s", result);
+        run_say(r, "%s", result);
         if (r->args->json) {
                 lease_report(r);
                 (void) json_object_set_new(r->report, "result", json_string(result));
@@ -2022,33 +1417,34 @@ int rollout_run(Rollout *r) {
         (void) json_object_set_new(r->report, "settle_timeout_sec",
                                    json_integer((json_int_t) (a->settle_usec / 1000000u)));
 
-        say(r, "rollout %s%s (%s), namespace %s:", r->id, r->id_found ? " (in progress)" : "",
-            a->rolling ? "rolling" : "window", r->namespace);
+        run_say(r, "rollout %s%s (%s), namespace %s:", r->id, r->id_found ? " (in progress)" : "",
+                a->rolling ? "rolling" : "window", r->namespace);
         if (r->lease_exists)
-                say(r, "  lease %s: %s%s%s, rollout %s %s, renewed %s", ROLLOUT_LEASE_NAME,
-                    lease_owner_to_string(lease_owner(r)), r->lease.holder ? " by " : "",
-                    strempty(r->lease.holder), strnull(rollout_record_id(r->lease.record)),
-                    strnull(rollout_record_state(r->lease.record)), strnull(r->lease.renew_time));
+                run_say(r, "  lease %s: %s%s%s, rollout %s %s, renewed %s", ROLLOUT_LEASE_NAME,
+                        lease_owner_to_string(lease_owner(r)), r->lease.holder ? " by " : "",
+                        strempty(r->lease.holder), strnull(rollout_record_id(r->lease.record)),
+                        strnull(rollout_record_state(r->lease.record)),
+                        strnull(r->lease.renew_time));
         /* apply judges the nodes once they settled; plan and status say which
          * are settling. While another live run holds the Lease, apply says
          * busy at once: that run is the one to wait for them. */
         if (a->action == ACTION_APPLY && lease_owner(r) != LEASE_HELD && settle(r, NULL, 0) < 0)
                 return finish(r, EXIT_ROLLOUT_FAILED, "failed: could not read the cluster");
         describe(r);
-        notice_report(r);
+        rollout_notice_report(r);
         work = count_work(r);
-        blockers = report_blockers(r) + !notice_runnable(r);
+        blockers = report_blockers(r) + !rollout_notice_runnable(r);
 
         unverified = count_unverified(r);
         /* Before any pod is replaced, a continued rollout's too. */
         if (a->action == ACTION_PLAN || a->action == ACTION_APPLY) {
-                if (check_configmap(r) < 0)
+                if (rollout_check_configmap(r) < 0)
                         return finish(r, EXIT_ROLLOUT_FAILED,
                                       "failed: could not read the ConfigMap");
-                verify_plan(r);
+                rollout_verify_plan(r);
                 if (r->configmap_refused) {
-                        say(r, "refused: %s.", r->configmap_refused);
-                        step(r, "configmap", a->configmap, "refused", r->configmap_refused);
+                        run_say(r, "refused: %s.", r->configmap_refused);
+                        run_step(r, "configmap", a->configmap, "refused", r->configmap_refused);
                         return finish(r, EXIT_ROLLOUT_BLOCKED,
                                       "refused: no pod is replaced while the ConfigMap check "
                                       "fails; nothing was changed");
@@ -2097,7 +1493,7 @@ int rollout_run(Rollout *r) {
                 if (work == 0) {
                         /* a run that stopped after its last step: its
                          * record is closed */
-                        if (record_of(r) && lease_acquire(r) >= 0)
+                        if (run_record_of(r) && lease_acquire(r) >= 0)
                                 (void) lease_release(r, "done");
                         return finish(r, EXIT_ROLLOUT_DONE, "nothing to do: every pod is current");
                 }
@@ -2115,13 +1511,13 @@ int rollout_run(Rollout *r) {
                         /* The Lease keeps the record, so the plain commands
                          * find the rollout again, also where the preStop hook
                          * replaced every reason it set. */
-                        say(r,
-                            "Stopped. The Lease " ROLLOUT_LEASE_NAME " keeps this rollout's "
-                            "record: `rollout status` shows it, `rollout apply` continues it, "
-                            "`rollout abort` returns the nodes it drained and did not replace. "
-                            "Those nodes carry reasons starting with \"" ROLLOUT_REASON_PREFIX
-                            "%s\", or the preStop hook's.",
-                            r->id);
+                        run_say(r,
+                                "Stopped. The Lease " ROLLOUT_LEASE_NAME " keeps this rollout's "
+                                "record: `rollout status` shows it, `rollout apply` continues it, "
+                                "`rollout abort` returns the nodes it drained and did not replace. "
+                                "Those nodes carry reasons starting with \"" ROLLOUT_REASON_PREFIX
+                                "%s\", or the preStop hook's.",
+                                r->id);
                         return finish(r, EXIT_ROLLOUT_FAILED, k == -ETIME ? "timed out" : "failed");
                 }
                 /* Verify: read everything again. */
@@ -2134,7 +1530,7 @@ int rollout_run(Rollout *r) {
                         (void) lease_release(r, NULL);
                         return finish(r, EXIT_ROLLOUT_FAILED, "incomplete: see the pods above");
                 }
-                k = verify_nodes(r);
+                k = rollout_verify_nodes(r);
                 if (lease_release(r, "done") < 0)
                         return finish(
                                 r, EXIT_ROLLOUT_FAILED,
