@@ -1192,6 +1192,21 @@ static int resume_held(Rollout *r, bool only_unreplaced) {
         return k;
 }
 
+/* The end of the replacement of p, k how it went: when well, the Lease
+ * notes p's replacement ready. Reports the step; returns k, or the failure
+ * to write the Lease. */
+static int replace_done(Rollout *r, const RolloutPod *p, int k) {
+        if (k >= 0)
+                k = run_lease_note(r, json_pack("{s:s, s:s, s:s}", "step", "ready", "pod", p->name,
+                                                "uid", p->uid));
+        run_step(r, "replace", p->name,
+                 k == -ETIME ? "timeout"
+                 : k < 0     ? "failed"
+                             : "done",
+                 p->node);
+        return k;
+}
+
 /* The steps an interrupted run began and did not finish: each pod it deleted
  * (its Lease says) whose replacement it did not see. Waits for each
  * replacement as the run would have; deletes again only a pod that still has
@@ -1238,14 +1253,7 @@ static int finish_pending(Rollout *r) {
                 /* hold the node with this rollout's reason until the resume */
                 if (k >= 0 && role == ROLE_WORKER)
                         k = set_nodes(r, &old.node, 1, true);
-                if (k >= 0)
-                        k = run_lease_note(r, json_pack("{s:s, s:s, s:s}", "step", "ready", "pod",
-                                                        old.name, "uid", old.uid));
-                run_step(r, "replace", old.name,
-                         k == -ETIME ? "timeout"
-                         : k < 0     ? "failed"
-                                     : "done",
-                         old.node);
+                k = replace_done(r, &old, k);
                 if (k >= 0 && role == ROLE_WORKER)
                         k = rollout_note_replaced(r, old.node);
                 if (k < 0)
@@ -1340,14 +1348,7 @@ static int apply(Rollout *r) {
                         k = delete_pod(r, &p);
                 if (k >= 0)
                         k = wait_login(r, &p, ready_logins);
-                if (k >= 0)
-                        k = run_lease_note(r, json_pack("{s:s, s:s, s:s}", "step", "ready", "pod",
-                                                        p.name, "uid", p.uid));
-                run_step(r, "replace", p.name,
-                         k == -ETIME ? "timeout"
-                         : k < 0     ? "failed"
-                                     : "done",
-                         NULL);
+                k = replace_done(r, &p, k);
                 if (k < 0)
                         return k;
                 i = (size_t) -1; /* the list changed: start over, skipping the current */
