@@ -3,13 +3,19 @@
 #
 # Footprint, side by side with prometheus-node-exporter (textfile collector
 # only, serving the agent's own exposition) in the same run:
-#   - resident (Rss) and anonymous (private, Anonymous) memory from
+#   - resident (Rss), proportional (Pss), unique (USS: Private_Clean +
+#     Private_Dirty) and anonymous memory from
 #     /proc/PID/smaps_rollup: idle; after BENCH_UPDATE_COUNT updates (default
 #     10,000; 500 quick) -- ConfigMap updates for the agent, each waited for
 #     in /metrics, and textfile rewrites each followed by a scrape for
 #     node_exporter, which only reads the file when scraped; after a warm-up
 #     of 1,000 scrapes; after BENCH_SCRAPES more (default 1,000,000; 20,000
 #     quick), one connection per scrape from 4 threads (tests/bench/flip-bench)
+#   - the same for BENCH_SHARED (default 10; 4 quick) idle agents, each with
+#     its own volume and running files, as on a node where every pod runs one
+#     from the same image: the pages of the program and its libraries are
+#     shared between them, so USS is what one more pod costs the node (and
+#     Pss its fair share); beside as many node_exporters
 #   - CPU time and context switches (wake-ups) of every thread over an idle
 #     window of BENCH_IDLE_SECONDS (default 20; 5 quick) that ends before the
 #     agent's first resync (--resync-interval 60, the default)
@@ -38,14 +44,17 @@ curl -sf "http://127.0.0.1:$PORT/metrics" >"$WORK/textfile/agent.prom"
 start_node_exporter "$WORK/textfile"
 started=$SECONDS
 
-# mem STAGE: Rss and Anonymous of both
+# mem STAGE: Rss, Pss, USS and Anonymous of both
 mem() {
-        local a_rss a_anon n_rss n_anon
+        local a_rss a_anon n_rss n_anon a_pss a_uss n_pss n_uss
         a_rss=$(smaps "$AGENT_PID" Rss) a_anon=$(smaps "$AGENT_PID" Anonymous)
         n_rss=$(smaps "$NE_PID" Rss) n_anon=$(smaps "$NE_PID" Anonymous)
-        result "memory $1 agent Rss" "$a_rss" KiB "Anonymous $a_anon KiB"
-        result "memory $1 node_exporter Rss" "$n_rss" KiB "Anonymous $n_anon KiB"
+        a_pss=$(smaps "$AGENT_PID" Pss) a_uss=$(uss "$AGENT_PID")
+        n_pss=$(smaps "$NE_PID" Pss) n_uss=$(uss "$NE_PID")
+        result "memory $1 agent Rss" "$a_rss" KiB "Pss $a_pss KiB, USS $a_uss KiB, Anonymous $a_anon KiB"
+        result "memory $1 node_exporter Rss" "$n_rss" KiB "Pss $n_pss KiB, USS $n_uss KiB, Anonymous $n_anon KiB"
         result "memory $1 agent/node_exporter Rss" "$(ratio "$a_rss" "$n_rss")" x
+        result "memory $1 agent/node_exporter USS" "$(ratio "$a_uss" "$n_uss")" x
         result "memory $1 agent/node_exporter Anonymous" "$(ratio "$a_anon" "$n_anon")" x
         eval "A_RSS_$2=$a_rss A_ANON_$2=$a_anon N_RSS_$2=$n_rss N_ANON_$2=$n_anon"
 }
@@ -112,8 +121,40 @@ else
         target "memory below node_exporter (Rss, Anonymous)" MISSED "at some stage (see above)"
 fi
 : "$worst_anon"
-stop_pid "$AGENT_PID"
-stop_pid "$NE_PID"
+
+# --- many on one image -------------------------------------------------------
+# each agent with its own volume and running files, as in its own pod; the
+# node_exporters share the textfile directory (they only read it)
+shared=${BENCH_SHARED:-$(count 10 4)}
+first_agent=$AGENT_PID first_ne=$NE_PID
+agents=() exporters=()
+for i in $(seq 1 "$shared"); do
+        make_volume "$WORK/pod$i" "$WORK/src"
+        start_agent "$WORK/agent$i.log" --desired-dir "$WORK/pod$i/cm" --running-root "$WORK/pod$i/root"
+        agents+=("$AGENT_PID")
+        start_node_exporter "$WORK/textfile"
+        exporters+=("$NE_PID")
+done
+sleep 1
+# per_process NAME PID...: the mean Rss, Pss and USS of those processes
+per_process() {
+        local name=$1 pid rss=0 pss=0 u=0
+        shift
+        for pid in "$@"; do
+                rss=$((rss + $(smaps "$pid" Rss))) pss=$((pss + $(smaps "$pid" Pss)))
+                u=$((u + $(uss "$pid")))
+        done
+        result "$shared on one image: $name per process USS" "$((u / $#))" KiB \
+                "Pss $((pss / $#)) KiB, Rss $((rss / $#)) KiB (means)"
+        SHARED_USS=$((u / $#))
+}
+per_process agent "${agents[@]}"
+a_uss=$SHARED_USS
+per_process node_exporter "${exporters[@]}"
+result "$shared on one image: agent/node_exporter USS" "$(ratio "$a_uss" "$SHARED_USS")" x
+for pid in "${agents[@]}" "${exporters[@]}"; do stop_pid "$pid"; done
+stop_pid "$first_agent"
+stop_pid "$first_ne"
 
 # --- what each library costs at start ---------------------------------------
 printf 'int main(void) { return 0; }\n' >"$WORK/nothing.c"

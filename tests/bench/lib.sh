@@ -72,6 +72,14 @@ kv() { sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" <<<" $2"; }
 # smaps PID FIELD: a field of /proc/PID/smaps_rollup, in KiB
 smaps() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/smaps_rollup"; }
 
+# uss PID: the unique set size in KiB, the pages PID alone maps
+# (Private_Clean + Private_Dirty of smaps_rollup): what the node gets back when
+# PID exits. Pss adds to it PID's share of the pages it shares.
+uss() {
+        awk '$1 == "Private_Clean:" || $1 == "Private_Dirty:" { s += $2 } END { print s + 0 }' \
+                "/proc/$1/smaps_rollup"
+}
+
 # cpu_ns PID: CPU time of every thread of PID, in ns (schedstat: run time)
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 
