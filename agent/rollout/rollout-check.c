@@ -126,7 +126,7 @@ int rollout_note_replaced(Rollout *r, const char *node) {
         for (size_t i = 0; i < r->n_replaced_nodes; i++)
                 if (streq(r->replaced_nodes[i], node))
                         return 0;
-        l = realloc(r->replaced_nodes, (r->n_replaced_nodes + 1) * sizeof(char *));
+        l = reallocarray(r->replaced_nodes, r->n_replaced_nodes + 1, sizeof(char *));
         if (!l)
                 return log_oom();
         r->replaced_nodes = l;

@@ -23,6 +23,8 @@ void run_say(const Rollout *r, const char *fmt, ...) _printf_(2, 3);
 /* Adds a step to the JSON report; target and detail may be NULL. */
 void run_step(Rollout *r, const char *what, const char *target, const char *result,
               const char *detail);
+/* Sleeps usec microseconds (an interrupted sleep ends early: the caller
+ * looks again either way). */
 void run_sleep(uint64_t usec);
 
 /* rollout-run.c: Kubernetes. A synchronous request: 0 with *ret filled (any
