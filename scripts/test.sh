@@ -103,11 +103,34 @@ check_skips() {
         return "$rc"
 }
 
+# note_failures CELL DIR...: for the summary at the end of the output (where
+# a reader of the last lines looks first), each failed or errored test under
+# DIR (automake's .trs files) with its first failure lines and its last lines.
+note_failures() {
+        local cell=$1 trs log
+        shift
+        while IFS= read -r trs; do
+                grep -Eq '^:test-result: (FAIL|ERROR|XPASS)' "$trs" || continue
+                log=${trs%.trs}.log
+                {
+                        echo "--- $cell: ${log#"$top"/} ($(sed -n 's/^:test-result: //p' "$trs" | sort -u | tr '\n' ' '))"
+                        if [[ -f $log ]]; then
+                                grep -E -m 8 '^(FAIL|ERROR|not ok|Bail out)|[[:space:]]FAILED|AddressSanitizer|runtime error:' "$log" | cut -c1-300 || true
+                                echo "    last lines:"
+                                tail -n 6 "$log" | cut -c1-300 | sed 's/^/    /'
+                        fi
+                } >>"$skip_counts/failures"
+        done < <(find "$@" -name '*.trs' 2>/dev/null | sort)
+}
+
 # make_check CELL: make check, then the cell's skips (also after a failure).
 make_check() {
         local rc=0
         make -j"$jobs" check || rc=$?
-        ((rc == 0)) || print_test_logs
+        if ((rc != 0)); then
+                print_test_logs
+                note_failures "$1" "$PWD/tests"
+        fi
         check_skips "$1" tests || rc=1
         return "$rc"
 }
@@ -131,6 +154,7 @@ cell_distcheck() {
         if ! make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror KEEP_TEST_LOGS="$logs"; then
                 # distcheck builds in aicr-enroot-agent-VERSION/_build/sub
                 find . -path './aicr-enroot-agent-*' -name test-suite.log -exec cat {} +
+                note_failures distcheck "$PWD" "$logs"
                 rc=1
         fi
         check_skips distcheck "$logs" || rc=1
@@ -179,6 +203,7 @@ cell_valgrind() {
                 esac
                 printf ':test-result: %s\n' "$result" >"${log%.log}.trs"
         done
+        ((failed == 0)) || note_failures valgrind "$logs"
         check_skips valgrind "$logs" || failed=1
         return "$failed"
 }
@@ -213,6 +238,7 @@ cell_fuzz() {
 cell_cross() {
         local rc=0
         bash "$top/scripts/cross-build.sh" arm64 || rc=$?
+        ((rc == 0)) || note_failures cross "$top/build-cross/arm64/tests"
         check_skips cross "$top/build-cross/arm64/tests" || rc=1
         return "$rc"
 }
@@ -245,7 +271,8 @@ fi
 summary=()
 failed=0
 total_start=$SECONDS
-# check_skips leaves "TOTAL ALLOWED NOT-ALLOWED" of each cell here.
+# check_skips leaves "TOTAL ALLOWED NOT-ALLOWED" of each cell here, and
+# note_failures the failed tests (failures).
 skip_counts=$(mktemp -d)
 trap 'rm -rf "$skip_counts"' EXIT
 skips_total=0 skips_allowed=0 skips_denied=0
@@ -286,6 +313,11 @@ for cell in "${cells[@]}"; do
 done
 
 echo
+if [[ -s $skip_counts/failures ]]; then
+        echo "==================== failed tests ===================="
+        cat "$skip_counts/failures"
+        echo
+fi
 echo "==================== summary ===================="
 printf '%s\n' "${summary[@]}"
 echo "skips: $skips_total ($skips_allowed allowed, $skips_denied not allowed)"

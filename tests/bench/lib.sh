@@ -216,7 +216,8 @@ have_fake_apiserver() {
         [ -n "${FAKE_APISERVER:-}" ] && [ -x "$FAKE_APISERVER" ] && command -v openssl >/dev/null
 }
 # start_fake_apiserver DIR [ARG...]: the fake API server over TLS with a
-# throwaway CA and one pod, its request arrivals in DIR/arrivals (see
+# throwaway CA and one pod (or the pods of DIR/pods.json, when the caller
+# wrote it), its request arrivals in DIR/arrivals (see
 # tests/tools/fake-apiserver.c); sets FAKE_PID, API (https://127.0.0.1:PORT),
 # CTL (its control port) and KUBE_ARGS (the agent's --kube on options: the
 # serviceaccount directory DIR/sa, the pod's name and UID).
@@ -232,7 +233,7 @@ start_fake_apiserver() {
         printf 'bench-token' >"$dir/server-token"
         : >"$dir/fake.out" # before the job starts: see start_agent
         : >"$dir/fake.err"
-        cat >"$dir/pods.json" <<EOP
+        [ -f "$dir/pods.json" ] || cat >"$dir/pods.json" <<EOP
 {"items": [{"metadata": {"name": "$KUBE_POD", "namespace": "$KUBE_NS", "uid": "$KUBE_UID",
                          "resourceVersion": "100"},
             "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]}

@@ -7,7 +7,9 @@
 #
 # Usage: run.sh [--quick] [BENCH...]
 #   BENCH    latency, scrape, footprint, check, scale, soak (default: all, in
-#            that order)
+#            that order), and fleet (1,000 agents against one fake API
+#            server; only when named: it takes about 15 minutes and raises
+#            fs.inotify.max_user_instances for the run)
 #   --quick  short counts for development (200 updates instead of 1,000,
 #            20,000 scrapes instead of 1,000,000, ...); the figures are then
 #            rougher and the footprint's growth check less telling
@@ -17,7 +19,8 @@
 # summary.txt go; default a new temporary directory, printed), and the
 # per-benchmark counts named in each script's header (BENCH_UPDATES,
 # BENCH_SECONDS, BENCH_CONNECTIONS, BENCH_UPDATE_COUNT, BENCH_SCRAPES,
-# BENCH_IDLE_SECONDS, SOAK_UPDATES, SOAK_SEED, SOAK_VALGRIND), and
+# BENCH_IDLE_SECONDS, SOAK_UPDATES, SOAK_SEED, SOAK_VALGRIND, BENCH_FLEET,
+# BENCH_FLEET_SPREAD, BENCH_FLEET_STEADY, BENCH_FLEET_POLL), and
 # BENCH_VOLUME=rw to let latency and footprint read the volume where it is
 # written rather than through a read-only bind mount. `make bench`
 # builds the helpers and runs this with the built binary;
@@ -38,7 +41,7 @@ for a in "$@"; do
         case $a in
         --quick) BENCH_QUICK=1 ;;
         -h | --help)
-                sed -n '4,26s/^# \{0,1\}//p' "$0"
+                sed -n '4,28s/^# \{0,1\}//p' "$0"
                 exit 0
                 ;;
         *)

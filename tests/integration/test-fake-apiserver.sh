@@ -680,6 +680,14 @@ rc=0
 expect_eq "a tab in the indentation: exit 2 with the line" "2 fake-apiserver: --rbac $WORK/bad.yaml: line 2: a tab in the indentation" \
         "$rc $(cat "$WORK/bad.err")"
 kill "$RBAC_FAKE_PID" && wait "$RBAC_FAKE_PID" 2>/dev/null || true
+# --max-connections (the fleet benchmark's) takes 1 to 65536, nothing else
+for bad in 0 65537 ten ""; do
+        rc=0
+        "$FAKE" --pods "$WORK/pods.json" --token-file "$WORK/token" --tls-cert "$WORK/pki/server.crt" \
+                --tls-key "$WORK/pki/server.key" --max-connections "$bad" >/dev/null 2>"$WORK/bad.err" || rc=$?
+        expect_eq "--max-connections \"$bad\": exit 2 naming it" \
+                "2 fake-apiserver: --max-connections \"$bad\": a number from 1 to 65536" "$rc $(cat "$WORK/bad.err")"
+done
 
 # --- stop ------------------------------------------------------------------------------------
 # SIGTERM with a watch open and a slow request parked: exit 0, promptly

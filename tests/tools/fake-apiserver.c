@@ -6,6 +6,11 @@
  *   fake-apiserver --pods FILE --token-file FILE --tls-cert FILE --tls-key FILE
  *                  [--port N] [--control-port N] [--namespace NS] [--verbose]
  *                  [--arrivals FILE] [--configmaps FILE] [--rbac FILE]... [--user NAME]
+ *                  [--max-connections N]
+ *
+ * --max-connections: connections per port (default 256; a watch holds one),
+ * for a fleet benchmark's thousands of agents. The process's file limit
+ * (ulimit -n) must allow them.
  *
  * Prints "listening on https://127.0.0.1:PORT" then "control on
  * http://127.0.0.1:PORT" on stdout once both ports accept connections, and
@@ -228,8 +233,11 @@
 /* The real server picks 30 to 60 min (--min-request-timeout 1800). */
 #define FAKE_DEFAULT_WATCH_TIMEOUT_SEC 1800u
 #define FAKE_MAX_WATCH_TIMEOUT_SEC     86400u
-/* Connections per port; a watch holds one. */
+/* Connections per port unless --max-connections says more; a watch holds one. */
 #define FAKE_MAX_CONNECTIONS           256u
+/* --max-connections: a fleet benchmark's thousands of agents, each with a
+ * watch and a connection for its writes (each one a file descriptor). */
+#define FAKE_MAX_CONNECTIONS_LIMIT     65536u
 #define FAKE_CONNECTION_TIMEOUT_SEC    30u
 #define FAKE_MAX_SELECTOR_TERMS        32u
 /* Object names: a DNS subdomain. */
@@ -1306,7 +1314,8 @@ struct Server {
         Rbac *rbac; /* --rbac: the rules enforced; NULL: the token may do all */
         bool verbose;
         bool stopping;
-        bool need_run; /* a connection was resumed: run libmicrohttpd again at once */
+        bool need_run;            /* a connection was resumed: run libmicrohttpd again at once */
+        unsigned max_connections; /* per port (--max-connections) */
 
         json_t *pods;        /* name -> Pod, in insertion order */
         json_t *terminating; /* name -> {"uid", "at"}: graceful deletions under way */
@@ -4124,13 +4133,13 @@ static int start_daemon(Server *s, Port port, uint16_t want_port, const char *ce
                         flags | MHD_USE_TLS, 0, NULL, NULL, on_api, s, MHD_OPTION_SOCK_ADDR,
                         (struct sockaddr *) &sa, MHD_OPTION_HTTPS_MEM_CERT, cert,
                         MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                        MHD_OPTION_CONNECTION_LIMIT, FAKE_MAX_CONNECTIONS,
+                        MHD_OPTION_CONNECTION_LIMIT, s->max_connections,
                         MHD_OPTION_CONNECTION_TIMEOUT, FAKE_CONNECTION_TIMEOUT_SEC, MHD_OPTION_END);
         else
                 d = MHD_start_daemon(flags, 0, NULL, NULL, on_control, s, MHD_OPTION_SOCK_ADDR,
                                      (struct sockaddr *) &sa, MHD_OPTION_NOTIFY_COMPLETED,
                                      on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
-                                     FAKE_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
+                                     s->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
                                      FAKE_CONNECTION_TIMEOUT_SEC, MHD_OPTION_END);
         if (!d)
                 return -EADDRNOTAVAIL;
@@ -4151,9 +4160,11 @@ static int daemon_epoll_fd(struct MHD_Daemon *d) {
 }
 
 static int run(Server *s, int signal_fd) {
-        struct pollfd pfd[3 + FAKE_MAX_CONNECTIONS];
-        Request *watched[FAKE_MAX_CONNECTIONS];
+        _cleanup_free_ struct pollfd *pfd = calloc(3u + s->max_connections, sizeof *pfd);
+        _cleanup_free_ Request **watched = calloc(s->max_connections, sizeof *watched);
 
+        if (!pfd || !watched)
+                return -ENOMEM;
         for (;;) {
                 MHD_UNSIGNED_LONG_LONG mhd_ms;
                 uint64_t now, next;
@@ -4184,7 +4195,7 @@ static int run(Server *s, int signal_fd) {
                 pfd[2] = (struct pollfd){.fd = signal_fd, .events = POLLIN};
                 /* libmicrohttpd does not see a client leave while its
                  * connection is suspended: watch parked watches' sockets */
-                for (Request *r = s->live; r && n_watched < FAKE_MAX_CONNECTIONS; r = r->next) {
+                for (Request *r = s->live; r && n_watched < s->max_connections; r = r->next) {
                         const union MHD_ConnectionInfo *ci;
 
                         if (!r->watching || !r->suspended)
@@ -4222,6 +4233,7 @@ static void usage(FILE *f) {
                    "[--verbose]\n"
                    "                      [--arrivals FILE] [--configmaps FILE] [--rbac FILE]... "
                    "[--user NAME]\n"
+                   "                      [--max-connections N]\n"
                    "A loopback Kubernetes API server for tests: TLS on 127.0.0.1:N (0: the kernel\n"
                    "chooses), a plain-HTTP control port for fault injection. Prints\n"
                    "\"listening on https://127.0.0.1:PORT\" and \"control on "
@@ -4251,13 +4263,14 @@ int main(int argc, char **argv) {
                 {"configmaps", required_argument, NULL, 'm'},
                 {"rbac", required_argument, NULL, 'r'},
                 {"user", required_argument, NULL, 'u'},
+                {"max-connections", required_argument, NULL, 'M'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
         const char *pods = NULL, *cert_path = NULL, *key_path = NULL, *namespace_arg = NULL;
         _cleanup_free_ char *cert = NULL, *key = NULL;
         uint16_t api_port = 0, control_port = 0, got_api, got_control;
-        Server s = {.arrivals_fd = -EBADF};
+        Server s = {.arrivals_fd = -EBADF, .max_connections = FAKE_MAX_CONNECTIONS};
         const char *arrivals = NULL, *configmaps = NULL, *rbac_files[16], *user = NULL;
         size_t n_rbac = 0;
         bool namespace_given = false;
@@ -4310,6 +4323,19 @@ int main(int argc, char **argv) {
                 case 'u':
                         user = optarg;
                         break;
+                case 'M': {
+                        uint64_t v;
+
+                        if (parse_u64(optarg, &v) < 0 || v < 1 || v > FAKE_MAX_CONNECTIONS_LIMIT) {
+                                fprintf(stderr,
+                                        "fake-apiserver: --max-connections \"%s\": a number "
+                                        "from 1 to %u\n",
+                                        optarg, FAKE_MAX_CONNECTIONS_LIMIT);
+                                return 2;
+                        }
+                        s.max_connections = (unsigned) v;
+                        break;
+                }
                 case 'h':
                         usage(stdout);
                         return 0;
