@@ -520,7 +520,12 @@ int kube_client_new(sd_event *e, const KubeConfig *cfg, KubeClient **ret) {
                         return r;
         }
 
-        r = sd_event_add_time_relative(e, &c->timer, CLOCK_MONOTONIC, 0, 0, on_timer, c);
+        /* Accuracy 1 µs, not 0: 0 is sd-event's default of 250 ms, within
+         * which the loop may put off the wake-up to batch it with others.
+         * libcurl asks for 0 ms to start a request it was just handed (every
+         * PATCH), and nothing else need wake the loop: the request then
+         * waited until the next unrelated wake-up, up to 250 ms. */
+        r = sd_event_add_time_relative(e, &c->timer, CLOCK_MONOTONIC, 0, 1, on_timer, c);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
