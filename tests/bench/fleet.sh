@@ -178,6 +178,22 @@ rates() {
                 printf "%d %.1f %d %.1f\n", peak, (d > 1 ? n / d : n), n, d
         }'
 }
+# phase_end: 2 s for a late request to show, then the phase's end: L (the
+# arrivals' line count), A (the agents' CPU, ns) and F (the fake's)
+phase_end() {
+        sleep 2
+        L=$(lines)
+        A=$(agents_cpu_ns)
+        F=$(cpu_ns "$FAKE_PID")
+}
+# one_each TARGET MIN MAX OFF: the verdict on exactly one request per pod
+one_each() {
+        if [ "$2" = 1 ] && [ "$3" = 1 ]; then
+                target "$1" MET "$n pods, each exactly 1"
+        else
+                target "$1" MISSED "min $2, max $3, $4 pods other than 1"
+        fi
+}
 ms_per_pod() { awk -v ns="$1" -v n="$n" 'BEGIN { printf "%.2f", ns / 1e6 / n }'; }
 ms_of() { awk -v ns="$1" 'BEGIN { printf "%.0f", ns / 1e6 }'; }
 
@@ -195,10 +211,8 @@ for ((i = 0; i < n; i++)); do
 done
 launched=$(secs "$t0" "$(now)")
 t_start=$(await True/ConfigCurrent "$t0" start)
-sleep 2 # a late extra request would show here
-L1=$(lines)
-a1=$(agents_cpu_ns)
-f1=$(cpu_ns "$FAKE_PID")
+phase_end
+L1=$L a1=$A f1=$F
 read -r r_peak r_mean r_count r_secs <<<"$(rates "$L0" "$L1")"
 result "fleet agents" "$n" "" "$(alive) alive after start; launched in $launched s"
 result "fleet start: all conditions True" "$t_start" s "from the first launch; the launches took $launched s"
@@ -223,10 +237,8 @@ for entry in "${order[@]}"; do
 done
 t_written=$(now)
 t_change=$(await False/ConfigDrifted "$t1" change)
-sleep 2
-L2=$(lines)
-a2=$(agents_cpu_ns)
-f2=$(cpu_ns "$FAKE_PID")
+phase_end
+L2=$L a2=$A f2=$F
 read -r p_min p_max p_mean p_off <<<"$(per_pod "$L1" "$L2" PATCH)"
 read -r r_peak r_mean r_count r_secs <<<"$(rates "$L1" "$L2")"
 result "fleet change: spread" "$(secs "$t1" "$t_written")" s "the last volume written; $spread s asked"
@@ -235,11 +247,7 @@ result "fleet change: all conditions False" "$t_change" s \
 result "fleet change: PATCHes per pod" "$p_mean" "" "min $p_min, max $p_max; $p_off pods other than 1"
 result "fleet change: API peak rate" "$r_peak" req/s "mean $r_mean req/s, $r_count requests in $r_secs s"
 result "fleet change: agents' CPU" "$(ms_per_pod $((a2 - a1)))" ms/agent "the fake $(ms_of $((f2 - f1))) ms"
-if [ "$p_min" = 1 ] && [ "$p_max" = 1 ]; then
-        target "fleet: one PATCH per transition" MET "$n pods, each exactly 1"
-else
-        target "fleet: one PATCH per transition" MISSED "min $p_min, max $p_max, $p_off pods other than 1"
-fi
+one_each "fleet: one PATCH per transition" "$p_min" "$p_max" "$p_off"
 
 # --- wipe: the operator rewrites every pod's conditions without the agent's ---
 {
@@ -255,19 +263,13 @@ t2=$(now)
 curl -sf -K "$WORK/wipe.curl" || { say "the wipe failed" >&2; exit 1; }
 t_wiped=$(now)
 t_repair=$(await False/ConfigDrifted "$t2" wipe)
-sleep 2
-L3=$(lines)
-a3=$(agents_cpu_ns)
-f3=$(cpu_ns "$FAKE_PID")
+phase_end
+L3=$L a3=$A f3=$F
 read -r w_min w_max w_mean w_off <<<"$(per_pod "$L2" "$L3" PATCH)"
 result "fleet wipe: all conditions back" "$t_repair" s "from the first rewrite; the rewrites took $(secs "$t2" "$t_wiped") s"
 result "fleet wipe: repairs per pod" "$w_mean" "" "min $w_min, max $w_max; $w_off pods other than 1"
 result "fleet wipe: agents' CPU" "$(ms_per_pod $((a3 - a2)))" ms/agent "the fake $(ms_of $((f3 - f2))) ms"
-if [ "$w_min" = 1 ] && [ "$w_max" = 1 ]; then
-        target "fleet: one repair per wiped pod" MET "$n pods, each exactly 1"
-else
-        target "fleet: one repair per wiped pod" MISSED "min $w_min, max $w_max, $w_off pods other than 1"
-fi
+one_each "fleet: one repair per wiped pod" "$w_min" "$w_max" "$w_off"
 
 # --- steady: nothing changes ---
 say "steady state for $steady s"
