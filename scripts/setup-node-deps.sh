@@ -10,7 +10,8 @@
 # Usage: scripts/setup-node-deps.sh [DIR]
 #   DIR defaults to .cache/node in the source tree (git-ignored).
 # Needs node (18 or later) and npm (scripts/setup-deps.sh installs them) and
-# the npm registry. Exits 0 when the packages are in place, 1 when not.
+# the npm registry. Exits 0 when the packages are in place, 1 when not (npm ci
+# is tried three times, 10 and 20 s apart).
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,5 +35,15 @@ if [[ -f $dir/node_modules/.package-lock.json ]] && cmp -s "$src/package-lock.js
         exit 0
 fi
 cp "$src/package.json" "$src/package-lock.json" "$dir/"
-echo "setup-node-deps: npm ci in $dir"
-(cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error </dev/null)
+# A registry that answers 5xx or drops a connection for a moment: npm's own
+# retries (fetch-retries, 2) cover a request, these the whole install. A
+# registry that cannot be reached at all fails the same way three times.
+for try in 1 2 3; do
+        echo "setup-node-deps: npm ci in $dir (try $try of 3)"
+        if (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error </dev/null); then
+                exit 0
+        fi
+        ((try == 3)) || sleep $((try * 10))
+done
+echo "setup-node-deps: npm ci failed three times" >&2
+exit 1
