@@ -154,7 +154,7 @@ cell_distcheck() {
         if ! make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror KEEP_TEST_LOGS="$logs"; then
                 # distcheck builds in aicr-enroot-agent-VERSION/_build/sub
                 find . -path './aicr-enroot-agent-*' -name test-suite.log -exec cat {} +
-                note_failures distcheck "$PWD" "$logs"
+                note_failures distcheck "$PWD"/aicr-enroot-agent-* "$logs"
                 rc=1
         fi
         check_skips distcheck "$logs" || rc=1

@@ -23,7 +23,8 @@
 # and the CPU time of every phase for the agents together and for the fake,
 # the agents' unique memory (USS) and the fake's RSS. Conditions are read
 # from the fake's control port every BENCH_FLEET_POLL seconds (default 0.5):
-# the times are that fine. docs/BENCHMARKS.md extrapolates to 10,000 pods.
+# the times are that fine; a phase not done after BENCH_FLEET_TIMEOUT seconds
+# (default 600) fails the run. docs/BENCHMARKS.md extrapolates to 10,000 pods.
 # Needs root or enough per-user inotify instances (one per agent): when
 # fs.inotify.max_user_instances is too low it is raised for the run and put
 # back after, or, where it cannot be written, the benchmark is skipped.
@@ -45,6 +46,7 @@ n=${BENCH_FLEET:-$(count 1000 50)}
 spread=${BENCH_FLEET_SPREAD:-$(count 75 10)}
 steady=${BENCH_FLEET_STEADY:-$(count 600 30)}
 poll=${BENCH_FLEET_POLL:-0.5}
+limit=${BENCH_FLEET_TIMEOUT:-600}
 TYPE=EnrootConfigCurrent
 [[ $n =~ ^[1-9][0-9]*$ ]] || { say "BENCH_FLEET must be a positive number, not \"$n\"" >&2; exit 1; }
 
@@ -124,23 +126,33 @@ alive() {
 }
 now() { echo "$EPOCHREALTIME"; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
-# right STATUS/REASON: how many pods carry the agent's condition so
-right() {
-        curl -sf "$CTL/pods" | jq --arg t "$TYPE" --arg want "$1" \
-                '[.. | objects | select(has("status") and has("metadata")) | .status.conditions // []
-                  | map(select(.type == $t)) | .[0] | select(. != null)
-                  | select("\(.status)/\(.reason)" == $want)] | length'
+# wrong STATUS/REASON: "POD STATUS/REASON" of every pod whose condition is
+# not STATUS/REASON (none: "-")
+wrong() {
+        curl -sf "$CTL/pods" | jq -r --arg t "$TYPE" --arg want "$1" \
+                '.items[] | (.status.conditions // [] | map(select(.type == $t)) | .[0]) as $c
+                 | select($c == null or "\($c.status)/\($c.reason)" != $want)
+                 | "\(.metadata.name) \(if $c then "\($c.status)/\($c.reason)" else "-" end)"'
 }
 # await STATUS/REASON START WHAT: waits until every pod's condition is
-# STATUS/REASON; prints the seconds since START (or fails after 600 s)
+# STATUS/REASON; prints the seconds since START, or, after BENCH_FLEET_TIMEOUT
+# seconds (default 600), fails naming
+# the pods still wrong and the last lines of a dead agent's log
 await() {
-        local got t
+        local left t p
         while :; do
-                got=$(right "$1" || echo 0)
+                left=$(wrong "$1") || left="the fake's control port did not answer"
                 t=$(now)
-                [ "$got" -lt "$n" ] || break
-                if awk -v a="$2" -v b="$t" 'BEGIN { exit !(b - a > 600) }'; then
-                        say "$3: after 600 s only $got of $n conditions are $1 ($(alive) agents alive)" >&2
+                [ -n "$left" ] || break
+                if awk -v a="$2" -v b="$t" -v l="$limit" 'BEGIN { exit !(b - a > l) }'; then
+                        say "$3: after $limit s $(wc -l <<<"$left") of $n conditions are not $1 ($(alive) agents alive), e.g.:" >&2
+                        head -5 <<<"$left" >&2
+                        for ((p = 0; p < n; p++)); do
+                                [ -d "/proc/${AGENT_PIDS[p]}" ] && continue
+                                say "agent $p (worker-$p) has exited; its log ends:" >&2
+                                tail -5 "$WORK/a$p/log" >&2
+                                break
+                        done
                         exit 1
                 fi
                 sleep "$poll"
@@ -230,8 +242,9 @@ f1=$(cpu_ns "$FAKE_PID")
 t1=$(now)
 for entry in "${order[@]}"; do
         read -r at i <<<"$entry"
-        wait_s=$(awk -v a="$t1" -v at="$at" -v now="$(now)" 'BEGIN { d = a + at - now; printf "%.3f", (d > 0 ? d : 0) }')
-        [ "$wait_s" = 0.000 ] || sleep "$wait_s"
+        # microseconds: the moment to write volume i, less now
+        wait_us=$(( ${t1/./} + 10#${at/./} * 1000 - ${EPOCHREALTIME/./} ))
+        ((wait_us <= 0)) || sleep "$((wait_us / 1000000)).$(printf '%06d' $((wait_us % 1000000)))"
         bash "$WRITER" "$WORK/a$i/cm" enroot.conf="$WORK/next/enroot.conf" \
                 99-aicr-defaults.env="$WORK/next/99-aicr-defaults.env" >/dev/null
 done

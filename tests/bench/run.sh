@@ -20,8 +20,8 @@
 # per-benchmark counts named in each script's header (BENCH_UPDATES,
 # BENCH_SECONDS, BENCH_CONNECTIONS, BENCH_UPDATE_COUNT, BENCH_SCRAPES,
 # BENCH_IDLE_SECONDS, SOAK_UPDATES, SOAK_SEED, SOAK_VALGRIND, BENCH_FLEET,
-# BENCH_FLEET_SPREAD, BENCH_FLEET_STEADY, BENCH_FLEET_POLL), and
-# BENCH_VOLUME=rw to let latency and footprint read the volume where it is
+# BENCH_FLEET_SPREAD, BENCH_FLEET_STEADY, BENCH_FLEET_POLL, BENCH_FLEET_TIMEOUT),
+# and BENCH_VOLUME=rw to let latency and footprint read the volume where it is
 # written rather than through a read-only bind mount. `make bench`
 # builds the helpers and runs this with the built binary;
 # `make bench BENCH_ARGS=--quick` passes options.
@@ -41,7 +41,7 @@ for a in "$@"; do
         case $a in
         --quick) BENCH_QUICK=1 ;;
         -h | --help)
-                sed -n '4,28s/^# \{0,1\}//p' "$0"
+                sed -n '4,29s/^# \{0,1\}//p' "$0"
                 exit 0
                 ;;
         *)
