@@ -29,6 +29,14 @@
 #define MANAGER_PROCESS_RETRY_USEC (2u * 1000u * 1000u)
 /* One-line summaries for STATUS= and logs. */
 #define MANAGER_MAX_LINE_BYTES     4096u
+/* Pacing: a look at both sides (the running files read, the evaluation, what
+ * it publishes) is followed by at least as long without one, and by at most
+ * this: whatever asks meanwhile is looked at when the pause ends, in one look.
+ * A storm of triggers (a writer flipping ..data without pause, a pod that
+ * changes without end) then costs at most about half of one CPU, while an
+ * update that comes after the last look's pause, as every update at a pace a
+ * writer waits for does, is looked at at once. */
+#define MANAGER_PACE_MAX_USEC      (100u * 1000u)
 
 struct Manager {
         const Options *options;
@@ -45,6 +53,10 @@ struct Manager {
         RunningWorker *reader;
         bool read_again;                /* something asked for a look during the outstanding read */
         EvalTrigger last_trigger;       /* what asked for the read under way */
+        uint64_t look_start_usec;       /* CLOCK_MONOTONIC: when the last look began */
+        uint64_t next_look_usec;        /* no look starts before this (MANAGER_PACE_MAX_USEC) */
+        sd_event_source *pace_source;   /* starts the look that waits for next_look_usec */
+        EvalTrigger paced_trigger;      /* what asked for that look */
         bool ready;                     /* READY=1 was sent: the first evaluation completed */
         size_t stalled_index;           /* the read is stalled on this path (SIZE_MAX: elsewhere) */
         EvalCache (*parsed)[_SIDE_MAX]; /* each file's sides as last parsed */
@@ -391,27 +403,74 @@ static int evaluate_stalled(Manager *m) {
         return evaluate_view(m, view, true);
 }
 
-/* Looks at both sides again. The running side is read on the reader's
- * thread and judged when it arrives (on_running()); while a read is under
- * way, one more follows it, however many times this is called. */
-static int manager_evaluate(Manager *m, EvalTrigger trigger) {
+/* A look ended (judged, or failed): the next one waits as long as this one
+ * took, up to MANAGER_PACE_MAX_USEC. */
+static void look_done(Manager *m) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC), took = now - m->look_start_usec;
+
+        m->next_look_usec = now + (took < MANAGER_PACE_MAX_USEC ? took : MANAGER_PACE_MAX_USEC);
+}
+
+static int look(Manager *m, EvalTrigger trigger);
+
+static int on_pace(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        (void) look(m, m->paced_trigger);
+        return 0;
+}
+
+/* Looks at both sides again, now or when the last look's pause ends. The
+ * running side is read on the reader's thread and judged when it arrives
+ * (on_running()); while a read is under way, one more follows it, however
+ * many times this is called. */
+static int look(Manager *m, EvalTrigger trigger) {
+        uint64_t now;
         int r;
 
-        m->evaluations[trigger]++;
         if (running_worker_busy(m->reader)) {
                 m->read_again = true;
-                /* The desired side can still be looked at. */
-                if (running_worker_stalled(m->reader)) {
-                        m->last_trigger = trigger;
-                        return evaluate_stalled(m);
+                /* While a read is stalled, the desired side can still be
+                 * looked at (paced like any look). */
+                if (!running_worker_stalled(m->reader))
+                        return 0;
+        }
+        now = now_usec(CLOCK_MONOTONIC);
+        if (now < m->next_look_usec) {
+                m->paced_trigger = trigger;
+                if (!m->pace_source) {
+                        r = sd_event_add_time(m->event, &m->pace_source, CLOCK_MONOTONIC,
+                                              m->next_look_usec, 1, on_pace, m);
+                        if (r < 0)
+                                return log_error_errno(r, "Cannot schedule a look: %m");
+                        (void) sd_event_source_set_description(m->pace_source, "look-pace");
+                } else {
+                        r = sd_event_source_set_time(m->pace_source, m->next_look_usec);
+                        if (r >= 0)
+                                r = sd_event_source_set_enabled(m->pace_source, SD_EVENT_ONESHOT);
+                        if (r < 0)
+                                return log_error_errno(r, "Cannot schedule a look: %m");
                 }
                 return 0;
         }
+        if (m->pace_source)
+                (void) sd_event_source_set_enabled(m->pace_source, SD_EVENT_OFF);
         m->last_trigger = trigger;
+        m->look_start_usec = now;
+        if (running_worker_busy(m->reader)) { /* stalled */
+                r = evaluate_stalled(m);
+                look_done(m);
+                return r;
+        }
         r = running_worker_start(m->reader, m->target_pid);
         if (r < 0)
                 return log_error_errno(r, "Cannot start reading the running files: %m");
         return 0;
+}
+
+static int manager_evaluate(Manager *m, EvalTrigger trigger) {
+        m->evaluations[trigger]++;
+        return look(m, trigger);
 }
 
 static void on_running(RunningWorker *w, RunningWorkerResult *res, void *userdata) {
@@ -424,6 +483,7 @@ static void on_running(RunningWorker *w, RunningWorkerResult *res, void *userdat
                         log_error_errno(res->error, "Cannot read the running files: %m");
                 else
                         (void) evaluate_view(m, res->view, false);
+                look_done(m);
                 break;
         case RUNNING_WORKER_STALLED:
                 m->stalled_index = res->stalled_index;
@@ -444,8 +504,7 @@ static void on_running(RunningWorker *w, RunningWorkerResult *res, void *userdat
         }
         if (m->read_again) {
                 m->read_again = false;
-                if (running_worker_start(w, m->target_pid) < 0)
-                        log_error("Cannot start reading the running files again.");
+                (void) look(m, m->last_trigger);
         }
 }
 
@@ -644,6 +703,7 @@ Manager *manager_free(Manager *m) {
         watcher_free(m->watcher);
         sd_event_source_disable_unref(m->resync_source);
         sd_event_source_disable_unref(m->process_source);
+        sd_event_source_disable_unref(m->pace_source);
         sd_event_unref(m->event);
         report_free(m->report);
         workload_free(m->workload);

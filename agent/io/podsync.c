@@ -24,6 +24,12 @@ typedef struct Retry {
         bool troubled;     /* a failure was logged; the next success says so */
 } Retry;
 
+/* A token bucket: a burst, then one per interval. */
+typedef struct Bucket {
+        double tokens;
+        uint64_t usec; /* CLOCK_MONOTONIC of the last refill */
+} Bucket;
+
 struct PodSync {
         sd_event *event;
         KubeClient *client;
@@ -48,9 +54,9 @@ struct PodSync {
         bool have_announced;
         ConditionStatus announcing; /* the status of the Event in flight */
         bool announce_checked;      /* announced was initialised from the pod */
-        double event_tokens;
-        uint64_t event_tokens_usec;
+        Bucket event_tokens;
 
+        Bucket patch_tokens;
         uint64_t last_write_usec; /* when the agent's last patch succeeded */
         unsigned fights;
 
@@ -67,6 +73,19 @@ static uint64_t random_u64(void) {
         if (getrandom(&v, sizeof v, GRND_NONBLOCK) == (ssize_t) sizeof v)
                 return v;
         return now_usec(CLOCK_MONOTONIC) ^ ((uint64_t) getpid() << 32);
+}
+
+/* Refills b; 0 when a token is there to take, else how long until one is. */
+static uint64_t bucket_wait(Bucket *b, unsigned burst, uint64_t interval_usec) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        b->tokens += (double) (now - b->usec) / (double) interval_usec;
+        if (b->tokens > burst)
+                b->tokens = burst;
+        b->usec = now;
+        if (b->tokens >= 1.0)
+                return 0;
+        return (uint64_t) ((1.0 - b->tokens) * (double) interval_usec) + 1000u;
 }
 
 static void start_get(PodSync *s);
@@ -617,11 +636,18 @@ static void on_patch_done(KubeClient *c, const KubeResponse *r, void *userdata) 
 static void start_patch(PodSync *s) {
         _cleanup_free_ char *path = NULL, *body = NULL;
         char name[3 * 253 + 1];
+        uint64_t wait;
         json_t *patch;
         int r;
 
         if (s->stopped || s->patch_call || !s->have_pod || !s->have_want || pod_is_synced(s))
                 return;
+        /* A storm of updates: what the agent says when the turn comes is sent. */
+        wait = bucket_wait(&s->patch_tokens, PODSYNC_PATCH_BURST, PODSYNC_PATCH_INTERVAL_USEC);
+        if (wait > 0) {
+                schedule(s, CHANNEL_PATCH, wait);
+                return;
+        }
         patch = condition_patch(&s->want, s->uid, s->pod.conditions, now_usec(CLOCK_REALTIME));
         body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
         json_decref(patch);
@@ -646,6 +672,7 @@ static void start_patch(PodSync *s) {
                 schedule(s, CHANNEL_PATCH, backoff(&s->retry[CHANNEL_PATCH]));
                 return;
         }
+        s->patch_tokens.tokens -= 1.0;
         condition_done(&s->sent);
         s->sent = (Condition){.status = s->want.status,
                               .reason = s->want.reason,
@@ -683,15 +710,6 @@ static void maybe_patch(PodSync *s) {
 
 /* ---------------------------------------------------------------------------
  * Events */
-
-static void refill_tokens(PodSync *s) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-
-        s->event_tokens += (double) (now - s->event_tokens_usec) / PODSYNC_EVENT_INTERVAL_USEC;
-        if (s->event_tokens > PODSYNC_EVENT_BURST)
-                s->event_tokens = PODSYNC_EVENT_BURST;
-        s->event_tokens_usec = now;
-}
 
 /* A transition worth an Event: any change of status, and drift found at
  * start. Becoming True or Unknown at start is not news. */
@@ -735,16 +753,16 @@ static void on_event_done(KubeClient *c, const KubeResponse *r, void *userdata) 
 static void start_event(PodSync *s) {
         _cleanup_free_ char *path = NULL, *body = NULL;
         char ns[3 * 253 + 1];
+        uint64_t wait;
         json_t *ev;
         int r;
 
         if (s->stopped || s->event_call || !s->uid || !event_due(s))
                 return;
-        refill_tokens(s);
-        if (s->event_tokens < 1.0) {
-                uint64_t wait = (uint64_t) ((1.0 - s->event_tokens) * PODSYNC_EVENT_INTERVAL_USEC);
+        wait = bucket_wait(&s->event_tokens, PODSYNC_EVENT_BURST, PODSYNC_EVENT_INTERVAL_USEC);
+        if (wait > 0) {
                 if (!scheduled(s, CHANNEL_EVENT))
-                        schedule(s, CHANNEL_EVENT, wait + 1000);
+                        schedule(s, CHANNEL_EVENT, wait);
                 return;
         }
         ev = condition_event(&s->want, s->name, s->namespace, s->uid, s->component,
@@ -770,7 +788,7 @@ static void start_event(PodSync *s) {
                 log_error_errno(r, "Cannot start a request to the Kubernetes API: %m");
                 return;
         }
-        s->event_tokens -= 1.0;
+        s->event_tokens.tokens -= 1.0;
         s->announcing = s->want.status;
 }
 
@@ -910,8 +928,8 @@ int podsync_new(sd_event *e, KubeClient *client, const PodSyncConfig *cfg, PodSy
                 return -EINVAL;
         if (asprintf(&s->pods_path, "/api/v1/namespaces/%s/pods", ns) < 0)
                 return -ENOMEM;
-        s->event_tokens = PODSYNC_EVENT_BURST;
-        s->event_tokens_usec = now_usec(CLOCK_MONOTONIC);
+        s->event_tokens = (Bucket){PODSYNC_EVENT_BURST, now_usec(CLOCK_MONOTONIC)};
+        s->patch_tokens = (Bucket){PODSYNC_PATCH_BURST, now_usec(CLOCK_MONOTONIC)};
 
         /* The first read runs from the loop, like every later one. */
         schedule(s, CHANNEL_POD, 0);

@@ -13,9 +13,9 @@
  * runs once the directory has been quiet for WATCHER_SETTLE_USEC, and at the
  * latest WATCHER_SETTLE_MAX_USEC after the first event of a burst. kubelet's
  * rename of ..data over the old link is the update itself: the handler runs
- * at once, and events later in the same burst never postpone it (unless the
- * last flip was looked at less than WATCHER_SETTLE_USEC before: a storm of
- * updates is coalesced like any other burst). The rest of kubelet's update
+ * at once, and events later in the same burst never postpone it (how often
+ * a storm of flips is acted on is the owner's to bound: the daemon paces its
+ * looks, manager.c). The rest of kubelet's update
  * (links for new keys, rm -r of the old version: well under a millisecond)
  * is usually a second, short burst; when it touches only names that start
  * with ".." other than ..data and the version the handler last read
@@ -101,7 +101,6 @@ struct Watcher {
         bool live;    /* the burst holds an event that can change what a read sees */
         uint64_t burst_start_usec;
         uint64_t flip_usec;
-        uint64_t last_flip_call_usec; /* CLOCK_MONOTONIC, of the last call for a flip */
         WatchReason pending_reason;
 
         DirSignature sig;     /* taken just before the handler last ran, or once the
@@ -378,8 +377,6 @@ static int on_settle(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *
         WatchReason reason = w->pending_reason;
         bool flipped = w->flipped, live = w->live;
 
-        if (flipped && sd_event_now(w->event, CLOCK_MONOTONIC, &w->last_flip_call_usec) < 0)
-                w->last_flip_call_usec = 0;
         w->pending = false;
         w->flipped = false;
         w->live = false;
@@ -442,11 +439,9 @@ static int schedule_handler(Watcher *w, WatchReason reason, bool live, bool imme
          * a read sees, so it must not postpone the call. Those later events
          * still count: one arriving after the call starts a new burst, whose
          * call takes the directory's new signature for watcher_verify().
-         * A flip closer than WATCHER_SETTLE_USEC to the last one that was
-         * looked at at once (a storm of updates, never kubelet's pace)
-         * settles like any other event, so a storm still costs one call per
-         * WATCHER_SETTLE_MAX_USEC. */
-        if (immediately && !w->flipped && now >= w->last_flip_call_usec + WATCHER_SETTLE_USEC) {
+         * Every flip is a call: how often a storm of them is acted on is the
+         * owner's to bound (watcher.h). */
+        if (immediately && !w->flipped) {
                 w->flipped = true;
                 w->flip_usec = now;
         }

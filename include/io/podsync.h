@@ -8,8 +8,8 @@
  * patch only when the pod says something else: steady state costs no
  * writes. When another writer drops or changes the condition, the next
  * watch event re-asserts it at once (with a backoff if a writer keeps
- * undoing it). Each transition of the status becomes an Event on the pod,
- * rate-limited.
+ * undoing it). Writes are rate-limited (PODSYNC_PATCH_*). Each transition
+ * of the status becomes an Event on the pod, rate-limited.
  *
  * Failures, by answer: 401 re-reads the token and retries once; 403 logs the
  * missing RBAC rule once and retries slowly; 404, a DELETED event or another
@@ -37,6 +37,14 @@
  * client-go does), so a fleet's watches do not all reconnect at once. */
 #define PODSYNC_WATCH_MIN_SECONDS    300u
 #define PODSYNC_WATCH_MAX_SECONDS    600u
+/* Condition writes: at most PODSYNC_PATCH_BURST at once, then one per
+ * interval; a write that waits sends what the agent says when its turn comes.
+ * Far above the pace of any real update (kubelet updates a volume about once
+ * a minute; the latency benchmark makes 33 a second), it bounds what a storm
+ * of updates (a writer flipping ..data without pause) costs the API server:
+ * 50 writes a second instead of one per round trip. */
+#define PODSYNC_PATCH_BURST          10u
+#define PODSYNC_PATCH_INTERVAL_USEC  (20u * 1000u)
 /* Events: at most PODSYNC_EVENT_BURST at once, then one per interval; a
  * transition that waits is merged with the ones after it. */
 #define PODSYNC_EVENT_BURST          3u

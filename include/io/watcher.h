@@ -7,9 +7,11 @@
  * Modes:
  *  - inotify: events are coalesced into one handler call per burst, within
  *    WATCHER_SETTLE_USEC of quiet and at most WATCHER_SETTLE_MAX_USEC after
- *    its first event; kubelet's flip of ..data calls the handler at once.
- *    Kubelet's periodic re-reads of the volume are not changes. An idle
- *    inotify watcher arms no timer and never wakes the loop.
+ *    its first event; kubelet's flip of ..data calls the handler at once,
+ *    every flip (at most one call per wake-up of the loop): a writer that
+ *    flips without pause calls it as often, and the owner bounds how often
+ *    it acts on the calls. Kubelet's periodic re-reads of the volume are not
+ *    changes. An idle inotify watcher arms no timer and never wakes the loop.
  *  - poll: every poll interval, compares a signature of the directory (the
  *    ..data target, the directory's and each entry's lstat, at most
  *    WATCHER_MAX_POLL_ENTRIES entries) and calls the handler when it differs.

@@ -59,6 +59,12 @@
  *       counts as seen when /metrics no longer names BENCH_<i-1>. --pause-ms:
  *       a pause after each update (default 0).
  *
+ *   flip-bench storm --dir DIR --count N --vary KEY --key KEY=FILE...
+ *                    [--gap-us US] [--first I]
+ *       A storm: N updates, one every US microseconds (default 200) on the
+ *       writer's own clock, waiting for nobody (numbered as for updates).
+ *       Prints "storm n=N seconds=S last=BENCH_<I+N-1>".
+ *
  *   flip-bench scrape --port PORT --count N [--threads T]
  *       N GET /metrics of 127.0.0.1:PORT, from T threads (default 4), one
  *       connection per request; each must answer 200. Prints the time.
@@ -136,9 +142,11 @@ static void usage_error(const char *what) {
                 "                  -- AGENT ARG...\n"
                 "       %s updates --dir DIR --count N --vary KEY --key KEY=FILE... --port PORT\n"
                 "                  [--first I] [--alternate] [--pause-ms MS]\n"
+                "       %s storm --dir DIR --count N --vary KEY --key KEY=FILE... [--gap-us US]\n"
+                "                  [--first I]\n"
                 "       %s scrape --port PORT --count N [--threads T]\n"
                 "       %s textfile --file PATH --count N --port PORT\n",
-                prog, what, prog, prog, prog, prog);
+                prog, what, prog, prog, prog, prog, prog);
         exit(2);
 }
 
@@ -825,7 +833,7 @@ static void print_stats(const char *name, uint64_t *v, size_t n) {
 
 typedef struct Args {
         const char *mode, *dir, *inotifywait, *raw, *vary, *file, *apiserver;
-        unsigned long count, gap_ms, warmup, threads, first, pause_ms;
+        unsigned long count, gap_ms, gap_us, warmup, threads, first, pause_ms;
         bool alternate;
         uint16_t port;
         Payload payload;
@@ -844,7 +852,12 @@ static unsigned long parse_ulong(const char *opt, const char *s) {
 }
 
 static void parse_args(int argc, char **argv, Args *a) {
-        *a = (Args){.gap_ms = 30, .warmup = 20, .threads = 4, .inotifywait = "", .first = 1};
+        *a = (Args){.gap_ms = 30,
+                    .gap_us = 200,
+                    .warmup = 20,
+                    .threads = 4,
+                    .inotifywait = "",
+                    .first = 1};
         if (argc < 2)
                 usage_error("no mode");
         a->mode = argv[1];
@@ -868,6 +881,8 @@ static void parse_args(int argc, char **argv, Args *a) {
                         a->count = parse_ulong(o, v);
                 else if (strcmp(o, "--gap-ms") == 0)
                         a->gap_ms = parse_ulong(o, v);
+                else if (strcmp(o, "--gap-us") == 0)
+                        a->gap_us = parse_ulong(o, v);
                 else if (strcmp(o, "--warmup") == 0)
                         a->warmup = parse_ulong(o, v);
                 else if (strcmp(o, "--inotifywait") == 0)
@@ -1239,6 +1254,29 @@ static int run_updates(Args *a) {
         return 0;
 }
 
+static int run_storm(Args *a) {
+        uint64_t start = now_usec();
+        Writer w = {};
+
+        if (!a->dir || a->payload.vary < 0)
+                usage_error("storm needs --dir, --vary KEY (one of the --key)");
+        writer_init(&w, a->dir);
+        w.seq = (unsigned) a->first;
+        for (unsigned long i = 0; i < a->count; i++) {
+                char name[NAME_MAX + 1];
+                uint64_t due = start + i * a->gap_us, now = now_usec();
+
+                if (now < due)
+                        sleep_usec(due - now);
+                writer_prepare(&w, &a->payload, (unsigned) (a->first + i), name);
+                writer_flip(&w);
+                writer_finish(&w, &a->payload, name);
+        }
+        printf("storm n=%lu seconds=%.3f last=BENCH_%lu\n", a->count,
+               (double) (now_usec() - start) / 1e6, a->first + a->count - 1);
+        return 0;
+}
+
 static int run_textfile(Args *a) {
         char *body = malloc(MAX_BODY), tmp[PATH_MAX];
         uint64_t start = now_usec();
@@ -1327,6 +1365,8 @@ int main(int argc, char **argv) {
                 rc = run_latency(&a);
         else if (strcmp(a.mode, "updates") == 0)
                 rc = run_updates(&a);
+        else if (strcmp(a.mode, "storm") == 0)
+                rc = run_storm(&a);
         else if (strcmp(a.mode, "textfile") == 0)
                 rc = run_textfile(&a);
         else if (strcmp(a.mode, "scrape") == 0)

@@ -17,7 +17,7 @@
 # tests/bench/flip-bench beside AGENT), FAKE_APISERVER (default
 # tests/tools/fake-apiserver beside AGENT), BENCH_OUT (where raw figures and
 # summary.txt go; default a new temporary directory, printed), and the
-# per-benchmark counts named in each script's header (BENCH_UPDATES,
+# per-benchmark counts named in each script's header (BENCH_UPDATES, BENCH_B2B,
 # BENCH_SECONDS, BENCH_CONNECTIONS, BENCH_UPDATE_COUNT, BENCH_SCRAPES,
 # BENCH_IDLE_SECONDS, SOAK_UPDATES, SOAK_SEED, SOAK_VALGRIND, BENCH_FLEET,
 # BENCH_FLEET_SPREAD, BENCH_FLEET_STEADY, BENCH_FLEET_POLL, BENCH_FLEET_TIMEOUT),

@@ -173,6 +173,23 @@ expect_metric() {
 }
 
 # --- the fake API server (tests/tools/fake-apiserver, in $FAKE) ---------------
+# kube_test_dirs: sets and makes the directories of a test of the pod
+# condition: $cm (the ConfigMap volume), $root (the root the running files are
+# read under) and $sa (the serviceaccount directory, for kube_pki); on exit the
+# agent and the fake are stopped and $WORK is removed.
+kube_test_dirs() {
+        cm=$WORK/cm root=$WORK/root sa=$WORK/sa
+        mkdir -p "$cm" "$root/etc/enroot/environ.d" "$sa"
+        trap 'stop_agent; stop_fake; rm -rf "$WORK"' EXIT
+}
+# one_pod FILE NAMESPACE UID: the fake's --pods FILE with one pod, worker-0,
+# Ready and nothing else.
+one_pod() {
+        cat >"$1" <<EOF
+{"items": [{"metadata": {"name": "worker-0", "namespace": "$2", "uid": "$3", "resourceVersion": "100"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]}
+EOF
+}
 fake_pid=
 # kube_pki SA_DIR NAMESPACE TOKEN: a throwaway CA in $WORK/pki, the projected
 # serviceaccount directory the agent reads (ca.crt, namespace, token) and the

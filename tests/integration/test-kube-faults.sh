@@ -21,12 +21,7 @@ NS=slurm
 UID0=0b8c0a52-6f0e-4c47-9a57-5d1f7e3c9a10
 TYPE=EnrootConfigCurrent
 POD=/api/v1/namespaces/$NS/pods/worker-0
-cm=$WORK/cm
-root=$WORK/root
-sa=$WORK/sa
-mkdir -p "$cm" "$root/etc/enroot/environ.d" "$sa"
-
-trap 'stop_agent; stop_fake; rm -rf "$WORK"' EXIT
+kube_test_dirs
 
 kube_pki "$sa" "$NS" token-1
 cat >"$WORK/pods.json" <<EOF

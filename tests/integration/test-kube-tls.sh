@@ -25,11 +25,7 @@ FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
 
 NS=slurm
 UID0=0b8c0a52-6f0e-4c47-9a57-5d1f7e3c9a10
-cm=$WORK/cm
-root=$WORK/root
-sa=$WORK/sa
-mkdir -p "$cm" "$root/etc/enroot/environ.d" "$sa"
-trap 'stop_agent; stop_fake; rm -rf "$WORK"' EXIT
+kube_test_dirs
 
 # $WORK/pki: the pod's CA and the right certificate (IP:127.0.0.1); the same
 # CA's certificate for another host; another CA's certificate for 127.0.0.1.

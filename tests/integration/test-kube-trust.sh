@@ -25,11 +25,7 @@ fi
 
 NS=slurm
 UID0=0b8c0a52-6f0e-4c47-9a57-5d1f7e3c9a10
-cm=$WORK/cm
-root=$WORK/root
-sa=$WORK/sa
-mkdir -p "$cm" "$root/etc/enroot/environ.d" "$sa"
-trap 'stop_agent; stop_fake; rm -rf "$WORK"' EXIT
+kube_test_dirs
 
 # The server's CA ($WORK/pki, which signs the fake's certificate) and another
 # one, the pod's.

@@ -22,12 +22,7 @@ SECRET=s3cr3t-value-never-shown
 NS=slurm
 UID0=0b8c0a52-6f0e-4c47-9a57-5d1f7e3c9a10
 TYPE=EnrootConfigCurrent
-cm=$WORK/cm
-root=$WORK/root
-sa=$WORK/sa
-mkdir -p "$cm" "$root/etc/enroot/environ.d" "$sa"
-
-trap 'stop_agent; stop_fake; rm -rf "$WORK"' EXIT
+kube_test_dirs
 
 kube_pki "$sa" "$NS" token-1
 # The server's token file and the pod's projected token: rotated together.

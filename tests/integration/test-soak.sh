@@ -44,17 +44,10 @@ fi
 
 NS=slurm
 UID0=3f6a1c2e-8d4b-4e7a-9b1c-2d5e8f0a7b64
-cm=$WORK/cm
-root=$WORK/root
-sa=$WORK/sa
-mkdir -p "$cm" "$root/etc/enroot/environ.d" "$sa"
-trap 'stop_agent; stop_fake; rm -rf "$WORK"' EXIT
+kube_test_dirs
 
 kube_pki "$sa" "$NS" token-1
-cat >"$WORK/pods.json" <<EOF
-{"items": [{"metadata": {"name": "worker-0", "namespace": "$NS", "uid": "$UID0", "resourceVersion": "100"},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]}
-EOF
+one_pod "$WORK/pods.json" "$NS" "$UID0"
 start_fake "$WORK/pods.json" --rbac "$AGENT_RBAC" --arrivals "$WORK/arrivals"
 requests() { ctl GET /requests | jq -r ".[] | select(${1:-true}) | \"\(.method) \(.path) \(.status)\""; }
 
