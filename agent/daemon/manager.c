@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
@@ -33,9 +34,10 @@
  * it publishes) is followed by at least as long without one, and by at most
  * this: whatever asks meanwhile is looked at when the pause ends, in one look.
  * A storm of triggers (a writer flipping ..data without pause, a pod that
- * changes without end) then costs at most about half of one CPU, while an
- * update that comes after the last look's pause, as every update at a pace a
- * writer waits for does, is looked at at once. */
+ * changes without end) then gets looks at most half of the time (looks up to
+ * this long; a longer one is followed by this pause only), while a trigger
+ * that comes more than one look's length after the last look ended is looked
+ * at at once. */
 #define MANAGER_PACE_MAX_USEC      (100u * 1000u)
 
 struct Manager {
@@ -409,6 +411,8 @@ static void look_done(Manager *m) {
         uint64_t now = now_usec(CLOCK_MONOTONIC), took = now - m->look_start_usec;
 
         m->next_look_usec = now + (took < MANAGER_PACE_MAX_USEC ? took : MANAGER_PACE_MAX_USEC);
+        /* The monotonic times let a test check the pace from the log. */
+        log_debug("Look done at %" PRIu64 " us, after %" PRIu64 " us.", now, took);
 }
 
 static int look(Manager *m, EvalTrigger trigger);
@@ -457,6 +461,7 @@ static int look(Manager *m, EvalTrigger trigger) {
                 (void) sd_event_source_set_enabled(m->pace_source, SD_EVENT_OFF);
         m->last_trigger = trigger;
         m->look_start_usec = now;
+        log_debug("Look (%s) starts at %" PRIu64 " us.", eval_trigger_to_string(trigger), now);
         if (running_worker_busy(m->reader)) { /* stalled */
                 r = evaluate_stalled(m);
                 look_done(m);

@@ -840,7 +840,8 @@ int podsync_update(PodSync *s, const Report *r) {
         s->fights = 0;
         if (s->stopped)
                 return 0;
-        /* A new condition is a new request: the agent's own change is no fight. */
+        /* A new condition is a new request: the agent's own change is no fight.
+         * (A write that waits for its token is armed again by maybe_patch().) */
         if (scheduled(s, CHANNEL_PATCH) && s->retry[CHANNEL_PATCH].attempt == 0)
                 (void) sd_event_source_set_enabled(s->retry[CHANNEL_PATCH].timer, SD_EVENT_OFF);
         s->last_write_usec = 0;

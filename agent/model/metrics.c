@@ -412,7 +412,8 @@ static int render_agent(Renderer *w, const MetricsCounters *c) {
         int k;
 
         k = put_family(w, "aicr_enroot_agent_evaluations_total", "counter",
-                       "Evaluations of both sides, by what triggered them.");
+                       "Looks at both sides asked for, by what asked; several asked for while one "
+                       "is under way or paced are served by one.");
         for (EvalTrigger t = 0; t < _TRIGGER_MAX && k >= 0; t++) {
                 Label l[] = {{"trigger", eval_trigger_to_string(t)}};
                 k = put_sample(w, "aicr_enroot_agent_evaluations_total", l, ELEMENTSOF(l),

@@ -42,7 +42,7 @@
  * Far above the pace of any real update (kubelet updates a volume about once
  * a minute; the latency benchmark makes 33 a second), it bounds what a storm
  * of updates (a writer flipping ..data without pause) costs the API server:
- * 50 writes a second instead of one per round trip. */
+ * at most 50 writes a second instead of one per round trip. */
 #define PODSYNC_PATCH_BURST          10u
 #define PODSYNC_PATCH_INTERVAL_USEC  (20u * 1000u)
 /* Events: at most PODSYNC_EVENT_BURST at once, then one per interval; a

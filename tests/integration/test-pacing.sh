@@ -4,14 +4,16 @@
 # A storm of ConfigMap updates, against the real agent with its pod condition
 # kept (the fake API server over TLS, real inotify): a writer makes a
 # kubelet-style update every 200 µs for 2 s and waits for nobody (tests/bench/
-# flip-bench storm; kubelet updates a volume about once a minute). What a
-# user sees:
-#  - the agent's CPU over the storm stays under STORM_CPU_PCT (75) percent of
-#    one CPU: each look at both sides is followed by at least as long without
-#    one (manager.c), so looks take at most half, and reading the events,
-#    the PATCHes and the rest fit in the remainder;
+# flip-bench storm; kubelet updates a volume about once a minute), with a
+# 90 KiB environment file, so that a look per update would take more than
+# one CPU. What a user sees:
+#  - each look at both sides is followed by at least as long without one (at
+#    most 100 ms; manager.c), checked from the agent's debug log, which gives
+#    each look's start and end on CLOCK_MONOTONIC: so looks take at most
+#    half the time. The agent's CPU share over the storm is printed, not
+#    checked (it depends on the machine: `make bench` is for figures);
 #  - the API server gets at most PODSYNC_PATCH_BURST (10) PATCHes at once,
-#    then 50 a second (include/io/podsync.h), not one per update;
+#    then one per 20 ms at most (include/io/podsync.h), not one per update;
 #  - /metrics answers during the storm;
 #  - after it, /metrics and the condition name the storm's last update.
 # The updates a writer waits for (one as soon as the last is seen) are looked
@@ -28,7 +30,6 @@ FLIP=${FLIP_BENCH:-$(dirname "$AGENT")/tests/bench/flip-bench}
 [ -x "$FLIP" ] || { echo "FAIL: $FLIP is not built" >&2; exit 1; }
 : "${TOP_SRCDIR:?run through make check}"
 
-STORM_CPU_PCT=${STORM_CPU_PCT:-75}
 NS=slurm
 UID0=6e0f3b9a-2c41-4d8e-a7f5-1b9c0d2e3f45
 TYPE=EnrootConfigCurrent
@@ -37,8 +38,7 @@ kube_test_dirs
 kube_pki "$sa" "$NS" token-1
 one_pod "$WORK/pods.json" "$NS" "$UID0"
 # A large environment file (3,000 variables, about 90 KiB): each look costs
-# more than the writer's update, so a look per update would be more than one
-# CPU's worth; paced, it is at most half.
+# more than the writer's update.
 publish 'ENROOT_MOUNT_HOME=yes\n' "$(awk 'BEGIN { for (i = 1; i <= 3000; i++) printf "AICR_SETTING_%04d=value-%04d-%012d\n", i, i, i }')\n"
 cp "$WORK/src/enroot.conf" "$root/etc/enroot/enroot.conf"
 cp "$WORK/src/99-aicr-defaults.env" "$root/etc/enroot/environ.d/99-aicr-defaults.env"
@@ -78,11 +78,37 @@ cat "$WORK/storm.out"
 last=$(sed -n 's/.* last=\(BENCH_[0-9]*\).*/\1/p' "$WORK/storm.out")
 wall_ms=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
 cpu_ms=$(((c1 - c0) * 1000 / $(getconf CLK_TCK)))
-looks=$(grep -c 'Evaluated (' "$WORK/agent.log")
-echo "storm: ${wall_ms} ms, the agent's CPU ${cpu_ms} ms, $looks looks logged in all, /metrics answered $served of $asked"
-if [ $((cpu_ms * 100)) -le $((wall_ms * STORM_CPU_PCT)) ]; then pass; else
-        fail "the agent used ${cpu_ms} ms of CPU in a ${wall_ms} ms storm: over ${STORM_CPU_PCT}% of one CPU"
-fi
+looks=$(grep -c 'Look (.*) starts at' "$WORK/agent.log")
+echo "storm: ${wall_ms} ms, the agent's CPU ${cpu_ms} ms ($((cpu_ms * 100 / wall_ms))% of one CPU), $looks looks in all, /metrics answered $served of $asked"
+# The pace from the log: a look that ends at E after D us is followed by
+# the next look's start at E + min(D, 100 ms) at the earliest.
+pace=$(awk '
+        /Look done at [0-9]+ us, after [0-9]+ us\./ {
+                for (i = 1; i <= NF; i++) {
+                        if ($i == "at") end = $(i + 1) + 0
+                        if ($i == "after") took = $(i + 1) + 0
+                }
+                done = 1
+                next
+        }
+        /Look \(.*\) starts at [0-9]+ us\./ {
+                for (i = 1; i <= NF; i++) if ($i == "at") start = $(i + 1) + 0
+                n++
+                if (done) {
+                        pause = took < 100000 ? took : 100000
+                        paced++
+                        if (start < end + pause) {
+                                bad++
+                                if (!first) first = sprintf("a look started %d us after the last one ended, which took %d us", start - end, took)
+                        }
+                }
+                done = 0
+        }
+        END { printf "%d %d %d %s\n", n, paced, bad, first }' "$WORK/agent.log")
+read -r n_looks n_paced n_bad first_bad <<<"$pace"
+echo "looks: $n_looks, $n_paced after another, $n_bad too soon"
+[ "$n_paced" -ge 10 ] && pass || fail "only $n_paced looks followed another: the log has no pace to check ($pace)"
+[ "$n_bad" -eq 0 ] && pass || fail "$n_bad of $n_paced looks started before the pause ended: $first_bad"
 [ "$asked" -gt 0 ] && [ "$served" -eq "$asked" ] && pass ||
         fail "/metrics answered $served of $asked GETs (1 s each) during the storm"
 
@@ -96,8 +122,7 @@ elapsed_ms=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", (b - a
 bound=$((10 + elapsed_ms / 20 + 1))
 echo "PATCHes: $storm_patches for 10000 updates in ${elapsed_ms} ms (bound $bound)"
 [ "$storm_patches" -le "$bound" ] && pass ||
-        fail "$storm_patches PATCHes for a storm of ${elapsed_ms} ms: more than 10 at once and 50 a second ($bound)"
-[ "$storm_patches" -ge 2 ] && pass || fail "only $storm_patches PATCHes: the storm's last update was never written"
+        fail "$storm_patches PATCHes for a storm of ${elapsed_ms} ms: more than 10 at once and one per 20 ms ($bound)"
 
 stop_agent
 finish

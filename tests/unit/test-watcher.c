@@ -532,8 +532,8 @@ static void test_rapid_updates_kubelet_speed(void **state) {
 }
 
 /* A flip right after the last flip's call is called at once too: one step
- * of the loop, no settle timer (a writer that waits for each update to be
- * seen, and updates again at once, is never made to wait). */
+ * of the loop, no settle timer (how soon the daemon then looks is its pace,
+ * manager.c). */
 static void test_flip_after_flip(void **state) {
         static const char *const conf_key[] = {K_CONF};
         _cleanup_close_ int at = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
