@@ -57,7 +57,9 @@
  *       --key files), even ones publish the files unchanged (current again),
  *       so the pod condition's status flips at every update; an even update
  *       counts as seen when /metrics no longer names BENCH_<i-1>. --pause-ms:
- *       a pause after each update (default 0).
+ *       a pause after each update (default 0). --raw FILE: one line per
+ *       update, "I flip_us=.. seen_us=.." (CLOCK_MONOTONIC, µs: the rename
+ *       and the answer that showed it).
  *
  *   flip-bench storm --dir DIR --count N --vary KEY --key KEY=FILE...
  *                    [--gap-us US] [--first I]
@@ -141,7 +143,7 @@ static void usage_error(const char *what) {
                 "FILE]\n"
                 "                  -- AGENT ARG...\n"
                 "       %s updates --dir DIR --count N --vary KEY --key KEY=FILE... --port PORT\n"
-                "                  [--first I] [--alternate] [--pause-ms MS]\n"
+                "                  [--first I] [--alternate] [--pause-ms MS] [--raw FILE]\n"
                 "       %s storm --dir DIR --count N --vary KEY --key KEY=FILE... [--gap-us US]\n"
                 "                  [--first I]\n"
                 "       %s scrape --port PORT --count N [--threads T]\n"
@@ -1214,12 +1216,15 @@ static int run_updates(Args *a) {
         char *body = malloc(MAX_BODY);
         uint64_t start = now_usec();
         unsigned long requests = 0;
+        FILE *raw = NULL;
         Writer w = {};
 
         if (!a->dir || !a->port || a->payload.vary < 0)
                 usage_error("updates needs --dir, --port, --vary KEY (one of the --key)");
         if (!body)
                 die("out of memory");
+        if (a->raw && !(raw = fopen(a->raw, "we")))
+                die("cannot write \"%s\": %s", a->raw, strerror(errno));
         writer_init(&w, a->dir);
         /* version names stay unique across runs that go on with --first */
         w.seq = (unsigned) a->first;
@@ -1227,9 +1232,10 @@ static int run_updates(Args *a) {
                 /* --alternate: even updates undo the previous one */
                 bool undo = a->alternate && i % 2 == 0;
                 char name[NAME_MAX + 1], needle[48];
-                uint64_t deadline;
+                uint64_t deadline, flip_us;
 
                 writer_prepare(&w, &a->payload, undo ? 0 : (unsigned) i, name);
+                flip_us = now_usec();
                 writer_flip(&w);
                 writer_finish(&w, &a->payload, name);
                 (void) snprintf(needle, sizeof needle, "key=\"BENCH_%lu\"", undo ? i - 1 : i);
@@ -1239,8 +1245,13 @@ static int run_updates(Args *a) {
                         bool ok = n > 0 && strncmp(body, "HTTP/1.1 200 ", 13) == 0;
 
                         requests++;
-                        if (ok && (strstr(body, needle) != NULL) != undo)
+                        if (ok && (strstr(body, needle) != NULL) != undo) {
+                                if (raw)
+                                        fprintf(raw,
+                                                "%lu flip_us=%" PRIu64 " seen_us=%" PRIu64 "\n", i,
+                                                flip_us, now_usec());
                                 break;
+                        }
                         if (now_usec() > deadline)
                                 die("update %lu not seen in /metrics within %llu s", i,
                                     (unsigned long long) (seen_timeout_usec() / 1000000u));
@@ -1250,6 +1261,8 @@ static int run_updates(Args *a) {
         }
         printf("updates n=%lu seconds=%.3f requests=%lu\n", a->count,
                (double) (now_usec() - start) / 1e6, requests);
+        if (raw)
+                fclose(raw);
         free(body);
         return 0;
 }
