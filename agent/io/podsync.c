@@ -22,6 +22,7 @@ typedef struct Retry {
         unsigned attempt;  /* failures in a row */
         bool auth_retried; /* the one immediate retry after a 401 was spent */
         bool troubled;     /* a failure was logged; the next success says so */
+        bool throttled;    /* the timer waits as a 429 asked: a new condition waits too */
 } Retry;
 
 /* A token bucket: a burst, then one per interval. */
@@ -132,6 +133,9 @@ static int on_retry(sd_event_source *src, uint64_t usec, void *userdata) {
 
         if (s->stopped)
                 return 0;
+        for (Channel ch = 0; ch < _CHANNEL_MAX; ch++)
+                if (src == s->retry[ch].timer)
+                        s->retry[ch].throttled = false;
         if (src == s->retry[CHANNEL_POD].timer) {
                 if (s->have_pod && !s->relist)
                         start_watch(s);
@@ -274,6 +278,7 @@ static Outcome classify(PodSync *s, Channel ch, KubeVerb verb, const char *what,
         case 429:
                 if (!r->retry_after || kube_parse_retry_after(r->retry_after, &delay) < 0)
                         delay = backoff(t);
+                t->throttled = true;
                 log_full_errno(first ? LOG_NOTICE : LOG_DEBUG, 0,
                                "Kubernetes API: %s: 429 Too Many Requests; retrying in %.1f s.",
                                what, (double) delay / 1e6);
@@ -841,8 +846,10 @@ int podsync_update(PodSync *s, const Report *r) {
         if (s->stopped)
                 return 0;
         /* A new condition is a new request: the agent's own change is no fight.
-         * (A write that waits for its token is armed again by maybe_patch().) */
-        if (scheduled(s, CHANNEL_PATCH) && s->retry[CHANNEL_PATCH].attempt == 0)
+         * (A write that waits for its token is armed again by maybe_patch().)
+         * A wait the server asked for (429) holds the new request too. */
+        if (scheduled(s, CHANNEL_PATCH) && s->retry[CHANNEL_PATCH].attempt == 0 &&
+            !s->retry[CHANNEL_PATCH].throttled)
                 (void) sd_event_source_set_enabled(s->retry[CHANNEL_PATCH].timer, SD_EVENT_OFF);
         s->last_write_usec = 0;
         /* Built and sent on the loop's next turn: the caller answers the
@@ -860,6 +867,7 @@ void podsync_retry_now(PodSync *s) {
         for (Channel ch = 0; ch < _CHANNEL_MAX; ch++) {
                 s->retry[ch].attempt = 0;
                 s->retry[ch].auth_retried = false;
+                s->retry[ch].throttled = false;
                 if (scheduled(s, ch))
                         schedule(s, ch, 0);
         }

@@ -15,9 +15,9 @@
  * missing RBAC rule once and retries slowly; 404, a DELETED event or another
  * UID under the pod's name mean the pod is gone, and nothing is written
  * again; 409 and 422 are logged and that condition is not retried until it
- * changes; 429 waits for Retry-After; 5xx and transport failures back off
- * exponentially with jitter. Logs as an event-callback module: once per
- * change of trouble, not once per retry.
+ * changes; 429 waits for Retry-After (a new condition waits with it); 5xx
+ * and transport failures back off exponentially with jitter. Logs as an
+ * event-callback module: once per change of trouble, not once per retry.
  */
 #pragma once
 

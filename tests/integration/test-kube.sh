@@ -282,6 +282,19 @@ expect_condition False/ConfigDrifted
 ctl GET /requests | jq -e '[.[] | select(.method == "PATCH") | .time] | length == 2 and (.[1] - .[0]) >= 1.9' >/dev/null &&
         pass || fail "Retry-After not honoured: $(ctl GET /requests | jq -c '[.[] | [.status, .time]]')"
 other_conditions_survive
+# A new condition during the wait waits too: the next PATCH, which carries it,
+# comes when the server said, not at once.
+reset_requests
+fault '{"match": {"method": "PATCH"}, "status": 429, "retry_after": 2, "count": 1}'
+make_current
+wait_for "$HANG" sh -c "[ \"\$(curl -sf '$CTL/requests' | jq '[.[] | select(.method == \"PATCH\")] | length')\" = 1 ]" ||
+        fail "waited ${HANG} s for the PATCH answered 429: $(requests)"
+# another drift than the pod's condition names: a new condition to write
+publish "ENROOT_MOUNT_HOME=no\nENROOT_REMAP_ROOT=yes\n" 'NCCL_DEBUG=WARN\n'
+wait_for "$HANG" sh -c "curl -sf '$CTL/pods/worker-0' | grep -q ENROOT_REMAP_ROOT" ||
+        fail "waited ${HANG} s for the condition to name ENROOT_REMAP_ROOT: $(pod_condition)"
+ctl GET /requests | jq -e '[.[] | select(.method == "PATCH") | .time] | length == 2 and (.[1] - .[0]) >= 1.9' >/dev/null &&
+        pass || fail "a new condition did not wait for Retry-After: $(ctl GET /requests | jq -c '[.[] | [.method, .status, .time]]')"
 
 # --- 403: one log line naming the rule, slow retry, SIGHUP retries now ---------------
 reset_requests
