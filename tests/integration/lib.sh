@@ -173,6 +173,18 @@ expect_metric() {
 }
 
 # --- the fake API server (tests/tools/fake-apiserver, in $FAKE) ---------------
+# kube_test_tools: what a test against the fake API server needs: skips
+# without openssl, curl or jq; sets FAKE (the built fake, or
+# $FAKE_APISERVER) and fails when it is not built.
+kube_test_tools() {
+        local c
+        for c in openssl curl jq; do
+                command -v "$c" >/dev/null || skip "no-$c" "$c is not installed (scripts/setup-deps.sh installs it)"
+        done
+        FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
+        [ -x "$FAKE" ] || { echo "FAIL: $FAKE is not built" >&2; exit 1; }
+        : "${TOP_SRCDIR:?run through make check}"
+}
 # kube_test_dirs: sets and makes the directories of a test of the pod
 # condition: $cm (the ConfigMap volume), $root (the root the running files are
 # read under) and $sa (the serviceaccount directory, for kube_pki); on exit the

@@ -10,12 +10,7 @@
 # number of requests (backoff, never a busy loop), and /metrics still served.
 . "$(dirname "$0")/lib.sh"
 
-command -v openssl >/dev/null || skip no-openssl "openssl is not installed (scripts/setup-deps.sh installs it)"
-command -v curl >/dev/null || skip no-curl "curl is not installed (scripts/setup-deps.sh installs it)"
-command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
-FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
-[ -x "$FAKE" ] || { echo "FAIL: $FAKE is not built" >&2; exit 1; }
-: "${TOP_SRCDIR:?run through make check}"
+kube_test_tools
 
 NS=slurm
 UID0=0b8c0a52-6f0e-4c47-9a57-5d1f7e3c9a10

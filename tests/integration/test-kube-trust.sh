@@ -11,13 +11,8 @@
 #    environment or descriptors, and it leaves no core file.
 . "$(dirname "$0")/lib.sh"
 
-command -v openssl >/dev/null || skip no-openssl "openssl is not installed (scripts/setup-deps.sh installs it)"
-command -v curl >/dev/null || skip no-curl "curl is not installed (scripts/setup-deps.sh installs it)"
-command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
+kube_test_tools
 command -v setpriv >/dev/null || skip no-setpriv "setpriv is not installed (util-linux)"
-FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
-[ -x "$FAKE" ] || { echo "FAIL: $FAKE is not built" >&2; exit 1; }
-: "${TOP_SRCDIR:?run through make check}"
 [ "$(id -u)" -eq 0 ] || skip not-root "needs root: bind mounts over /etc/ssl/certs in a private mount namespace"
 if ! unshare -m --propagation private true 2>"$WORK/unshare-err"; then
         skip no-mount-namespace "cannot create a private mount namespace ($(cat "$WORK/unshare-err"))"

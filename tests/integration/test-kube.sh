@@ -11,12 +11,7 @@
 # served, and the request log shows no busy loop.
 . "$(dirname "$0")/lib.sh"
 
-command -v openssl >/dev/null || skip no-openssl "openssl is not installed (scripts/setup-deps.sh installs it)"
-command -v curl >/dev/null || skip no-curl "curl is not installed (scripts/setup-deps.sh installs it)"
-command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
-FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
-[ -x "$FAKE" ] || { echo "FAIL: $FAKE is not built" >&2; exit 1; }
-: "${TOP_SRCDIR:?run through make check}"
+kube_test_tools
 
 SECRET=s3cr3t-value-never-shown
 NS=slurm

@@ -21,14 +21,9 @@
 # (tests/bench/latency.sh) and test-watcher's test_flip_after_flip.
 . "$(dirname "$0")/lib.sh"
 
-command -v openssl >/dev/null || skip no-openssl "openssl is not installed (scripts/setup-deps.sh installs it)"
-command -v curl >/dev/null || skip no-curl "curl is not installed (scripts/setup-deps.sh installs it)"
-command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
-FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
+kube_test_tools
 FLIP=${FLIP_BENCH:-$(dirname "$AGENT")/tests/bench/flip-bench}
-[ -x "$FAKE" ] || { echo "FAIL: $FAKE is not built" >&2; exit 1; }
 [ -x "$FLIP" ] || { echo "FAIL: $FLIP is not built" >&2; exit 1; }
-: "${TOP_SRCDIR:?run through make check}"
 
 NS=slurm
 UID0=6e0f3b9a-2c41-4d8e-a7f5-1b9c0d2e3f45

@@ -20,12 +20,7 @@
 # say.
 . "$(dirname "$0")/lib.sh"
 
-for c in openssl curl jq; do
-        command -v "$c" >/dev/null || skip "no-$c" "$c is not installed (scripts/setup-deps.sh installs it)"
-done
-FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
-[ -x "$FAKE" ] || { echo "FAIL: $FAKE is not built" >&2; exit 1; }
-: "${TOP_SRCDIR:?run through make check}"
+kube_test_tools
 if ! unshare -m --propagation private true 2>"$WORK/unshare-err"; then
         skip no-mount-namespace "cannot create a private mount namespace ($(cat "$WORK/unshare-err")): the restart checks need real bind mounts"
 fi

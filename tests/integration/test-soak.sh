@@ -19,14 +19,9 @@
 #    faulted requests).
 . "$(dirname "$0")/lib.sh"
 
-command -v openssl >/dev/null || skip no-openssl "openssl is not installed (scripts/setup-deps.sh installs it)"
-command -v curl >/dev/null || skip no-curl "curl is not installed (scripts/setup-deps.sh installs it)"
-command -v jq >/dev/null || skip no-jq "jq is not installed (scripts/setup-deps.sh installs it)"
-FAKE=${FAKE_APISERVER:-$(dirname "$AGENT")/tests/tools/fake-apiserver}
+kube_test_tools
 FLIP=${FLIP_BENCH:-$(dirname "$AGENT")/tests/bench/flip-bench}
-[ -x "$FAKE" ] || { echo "FAIL: $FAKE is not built" >&2; exit 1; }
 [ -x "$FLIP" ] || { echo "FAIL: $FLIP is not built" >&2; exit 1; }
-: "${TOP_SRCDIR:?run through make check}"
 
 sanitized=no
 for b in "$AGENT" "$(dirname "$AGENT")/aicr-enroot-agentd"; do
