@@ -70,6 +70,11 @@ struct Manager {
         Workload *workload;
         char *desired_version;       /* from the last read of the ConfigMap directory */
         uint64_t desired_since_usec; /* when kubelet made it current */
+        /* The ConfigMap directory as read for the look under way (read
+         * while the reader reads the running side), until it is judged. */
+        bool desired_read;
+        VolumeSnapshot *desired;
+        int desired_error;
 };
 
 /* The agent reads its own subPath mounts for the workload's (no
@@ -266,6 +271,38 @@ static int remember_desired(Manager *m, const VolumeSnapshot *snap) {
         return workload_resolve(m->workload, NULL, NULL, m->desired_version, m->desired_since_usec);
 }
 
+static void drop_desired(Manager *m) {
+        m->desired = volume_snapshot_free(m->desired);
+        m->desired_error = 0;
+        m->desired_read = false;
+}
+
+/* Reads the desired side of a look: the ConfigMap directory, opened by path
+ * each time (it may have been replaced). Returns 0, or -ENOMEM. */
+static int read_desired(Manager *m) {
+        _cleanup_close_ int dir_fd = -EBADF;
+        const Options *o = m->options;
+        int r;
+
+        drop_desired(m);
+        dir_fd = open(o->desired_dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (dir_fd < 0)
+                m->desired_error = negative_errno();
+        else {
+                r = volume_read(dir_fd, m->keys, o->n_files, DOCUMENT_MAX_BYTES, &m->desired);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        m->desired_error = r;
+        }
+        if (m->desired_error < 0 && (!m->report || m->report->observable[SIDE_DESIRED]))
+                log_warning_errno(m->desired_error,
+                                  "Cannot read the ConfigMap directory \"%s\": %s", o->desired_dir,
+                                  volume_error_to_string(m->desired_error));
+        m->desired_read = true;
+        return 0;
+}
+
 /* What the running side is while a read waits for a file system that does
  * not answer (running-worker.h): the file it waits for is unreadable for
  * that reason, and the others were not looked at; nothing else is known. */
@@ -294,32 +331,22 @@ static int stalled_view(const Manager *m, RunningView **ret) {
         return 0;
 }
 
-/* Reads the desired side and judges it against view, the running side read
- * just before (or what is known of it while a read is stalled), then
- * publishes the result: /metrics and /status, the pod condition, STATUS=,
- * and READY=1 the first time. */
+/* Judges the desired side, read for this look (read now when it was not),
+ * against view, the running side read for it (or what is known of it while
+ * a read is stalled), then publishes the result: /metrics and /status, the
+ * pod condition, STATUS=, and READY=1 the first time. */
 static int evaluate_view(Manager *m, RunningView *view, bool stalled) {
         _cleanup_(volume_snapshot_freep) VolumeSnapshot *snap = NULL;
         _cleanup_(report_freep) Report *new = NULL, *old = NULL;
-        _cleanup_close_ int dir_fd = -EBADF;
         const Options *o = m->options;
         uint64_t now = now_usec(CLOCK_REALTIME);
-        int dir_error = 0, r;
+        int dir_error, r;
 
-        /* Open by path each time: the directory may have been replaced. */
-        dir_fd = open(o->desired_dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-        if (dir_fd < 0)
-                dir_error = negative_errno();
-        else {
-                r = volume_read(dir_fd, m->keys, o->n_files, DOCUMENT_MAX_BYTES, &snap);
-                if (r == -ENOMEM)
-                        return log_oom();
-                if (r < 0)
-                        dir_error = r;
-        }
-        if (dir_error < 0 && (!m->report || m->report->observable[SIDE_DESIRED]))
-                log_warning_errno(dir_error, "Cannot read the ConfigMap directory \"%s\": %s",
-                                  o->desired_dir, volume_error_to_string(dir_error));
+        if (!m->desired_read && read_desired(m) < 0)
+                return log_oom();
+        snap = TAKE_PTR(m->desired);
+        dir_error = m->desired_error;
+        drop_desired(m);
 
         if (view->note && !m->report)
                 log_notice("%s", view->note);
@@ -400,6 +427,9 @@ static int evaluate_view(Manager *m, RunningView *view, bool stalled) {
 static int evaluate_stalled(Manager *m) {
         _cleanup_(running_view_freep) RunningView *view = NULL;
 
+        /* the directory as it is now, not as the stalled look found it */
+        drop_desired(m);
+
         if (stalled_view(m, &view) < 0)
                 return log_oom();
         return evaluate_view(m, view, true);
@@ -411,6 +441,10 @@ static void look_done(Manager *m) {
         uint64_t now = now_usec(CLOCK_MONOTONIC), took = now - m->look_start_usec;
 
         m->next_look_usec = now + (took < MANAGER_PACE_MAX_USEC ? took : MANAGER_PACE_MAX_USEC);
+        /* A look that failed judged nothing: its desired side goes, and
+         * scrapes held for it get what is known. */
+        drop_desired(m);
+        httpd_release(m->httpd);
         /* The monotonic times let a test check the pace from the log. */
         log_debug("Look done at %" PRIu64 " us, after %" PRIu64 " us.", now, took);
 }
@@ -434,6 +468,9 @@ static int look(Manager *m, EvalTrigger trigger) {
 
         if (running_worker_busy(m->reader)) {
                 m->read_again = true;
+                /* the read under way is judged against the directory as it
+                 * is then, not as it was when the read began */
+                drop_desired(m);
                 /* While a read is stalled, the desired side can still be
                  * looked at (paced like any look). */
                 if (!running_worker_stalled(m->reader))
@@ -470,6 +507,11 @@ static int look(Manager *m, EvalTrigger trigger) {
         r = running_worker_start(m->reader, m->target_pid);
         if (r < 0)
                 return log_error_errno(r, "Cannot start reading the running files: %m");
+        /* While the reader reads the running side: a scrape now waits for
+         * what this look finds, and the desired side is read. */
+        httpd_hold(m->httpd);
+        if (read_desired(m) < 0)
+                return log_oom();
         return 0;
 }
 
@@ -713,6 +755,7 @@ Manager *manager_free(Manager *m) {
         report_free(m->report);
         workload_free(m->workload);
         free(m->desired_version);
+        drop_desired(m);
         for (size_t i = 0; m->parsed && i < m->options->n_files; i++)
                 for (int s = 0; s < _SIDE_MAX; s++)
                         eval_cache_done(&m->parsed[i][s]);

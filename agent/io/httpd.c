@@ -8,7 +8,9 @@
  *
  * Every answer but /metrics' is queued as soon as the headers are in, which
  * makes libmicrohttpd close the connection after it. /metrics is answered once
- * the request is complete, so HTTP/1.1 keep-alive works for a scraper.
+ * the request is complete, so HTTP/1.1 keep-alive works for a scraper; during
+ * a hold (httpd_hold()) the complete request is suspended until the hold
+ * ends (libmicrohttpd's suspend and resume).
  * Connection bounds: one connection more than HTTPD_MAX_CONNECTIONS_PER_IP
  * from an address is closed at once; past HTTPD_MAX_CONNECTIONS more wait in
  * the kernel's accept queue until a slot frees. HTTPD_REQUEST_DEADLINE_SEC
@@ -46,11 +48,13 @@ struct Conn {
         Httpd *httpd;
         struct MHD_Connection *connection;
         int fd;
-        bool counted;           /* counted in Httpd.others */
-        bool evicted;           /* shut down for a newcomer, counted in Httpd.evicting */
-        bool waiting;           /* in Httpd's waiting list */
-        uint64_t deadline_usec; /* CLOCK_MONOTONIC: a complete request by then */
-        Conn *prev, *next;      /* the waiting list */
+        bool counted;                /* counted in Httpd.others */
+        bool evicted;                /* shut down for a newcomer, counted in Httpd.evicting */
+        bool waiting;                /* in Httpd's waiting list */
+        bool held;                   /* suspended, in Httpd's held list */
+        uint64_t deadline_usec;      /* CLOCK_MONOTONIC: a complete request by then */
+        Conn *prev, *next;           /* the waiting list */
+        Conn *held_prev, *held_next; /* the held list */
 };
 
 struct Httpd {
@@ -58,6 +62,7 @@ struct Httpd {
         sd_event_source *io;       /* libmicrohttpd's epoll descriptor */
         sd_event_source *timer;    /* libmicrohttpd's next timeout */
         sd_event_source *deadline; /* the first request deadline of the waiting list */
+        sd_event_source *hold_end; /* a hold's limit (HTTPD_HOLD_MAX_USEC) */
         struct MHD_Daemon *mhd;
         HttpdSource source;
         unsigned max_others; /* connections not from 127.0.0.1 or ::1 allowed at once */
@@ -68,10 +73,13 @@ struct Httpd {
         bool stopping;       /* httpd_free() runs: the event sources are gone */
         bool deadline_armed; /* the deadline timer is on */
         uint64_t request_deadline_usec;
+        uint64_t hold_max_usec;
         /* Connections without a complete request yet, earliest deadline
          * first: every deadline is "now" plus the same delay, so appending
          * keeps the order. */
         Conn *waiting_head, *waiting_tail;
+        bool holding;         /* httpd_hold() */
+        Conn *held_head;      /* the scrapes it holds */
         MetricsCache metrics; /* the Report's part of /metrics */
         uint16_t port;
         char address[HTTPD_LISTEN_STRLEN];
@@ -180,6 +188,52 @@ static Conn *conn_of(struct MHD_Connection *c) {
                 MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 
         return info ? info->socket_context : NULL;
+}
+
+/* ---------------------------------------------------------------------------
+ * The hold (httpd_hold()): a complete /metrics request that comes in while
+ * the owner works out a new Report is suspended (libmicrohttpd neither reads
+ * from it nor times it out) and answered when the hold ends. */
+
+static void conn_unlink_held(Conn *conn) {
+        Httpd *h = conn->httpd;
+
+        if (!conn->held)
+                return;
+        if (conn->held_prev)
+                conn->held_prev->held_next = conn->held_next;
+        else
+                h->held_head = conn->held_next;
+        if (conn->held_next)
+                conn->held_next->held_prev = conn->held_prev;
+        conn->held_prev = conn->held_next = NULL;
+        conn->held = false;
+}
+
+/* From the request's handler: the one place libmicrohttpd allows a suspend. */
+static void conn_hold(Conn *conn) {
+        Httpd *h = conn->httpd;
+
+        MHD_suspend_connection(conn->connection);
+        conn->held_next = h->held_head;
+        if (h->held_head)
+                h->held_head->held_prev = conn;
+        h->held_head = conn;
+        conn->held = true;
+}
+
+/* Ends the hold: every held request is resumed, and answered on
+ * libmicrohttpd's next run (its eventfd wakes the loop for it). */
+static void release(Httpd *h) {
+        if (h->holding && !h->stopping)
+                (void) sd_event_source_set_enabled(h->hold_end, SD_EVENT_OFF);
+        h->holding = false;
+        while (h->held_head) {
+                Conn *conn = h->held_head;
+
+                conn_unlink_held(conn);
+                MHD_resume_connection(conn->connection);
+        }
 }
 
 /* ---------------------------------------------------------------------------
@@ -354,14 +408,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls) {
         static char answer_when_complete; /* *req_cls of a /metrics request */
+        static char answer_when_released; /* *req_cls of a held one */
         Httpd *h = cls;
         const char *length, *encoding;
         Conn *conn;
         Route route;
 
+        if (*req_cls == &answer_when_released)
+                return serve_metrics(h, c);
         if (*req_cls == &answer_when_complete) {
                 if (*upload_data_size > 0)
                         return MHD_NO; /* a body after all: close */
+                if (h->holding && (conn = conn_of(c))) {
+                        /* held once at most: resumed into the next hold, it is answered */
+                        *req_cls = &answer_when_released;
+                        conn_hold(conn);
+                        return MHD_YES;
+                }
                 return serve_metrics(h, c);
         }
 
@@ -575,6 +638,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
                         if (conn->evicted && h->evicting > 0)
                                 h->evicting--;
                         conn_unwait(conn);
+                        conn_unlink_held(conn);
                         free(conn);
                 }
                 *socket_context = NULL;
@@ -627,6 +691,17 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+static int on_hold_end(sd_event_source *s, uint64_t usec, void *userdata) {
+        Httpd *h = userdata;
+
+        log_debug("HTTP: no new state within %" PRIu64 " ms: answering the scrapes held for it.",
+                  h->hold_max_usec / 1000u);
+        h->holding = false; /* a oneshot source is off once it fired */
+        release(h);
+        run_mhd(h);
+        return 0;
+}
+
 static int on_mhd_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         run_mhd(userdata);
         return 0;
@@ -637,9 +712,33 @@ static int on_mhd_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+void httpd_hold(Httpd *h) {
+        int r;
+
+        if (!h || h->stopping || h->holding)
+                return;
+        r = sd_event_source_set_time_relative(h->hold_end, h->hold_max_usec);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(h->hold_end, SD_EVENT_ONESHOT);
+        if (r < 0) {
+                /* a hold without its limit could last: answer at once instead */
+                log_debug_errno(r, "Cannot arm the HTTP hold timer: %m");
+                return;
+        }
+        h->holding = true;
+}
+
 void httpd_answer_waiting(Httpd *h) {
-        if (h && !h->stopping && !h->in_run)
+        if (!h || h->stopping)
+                return;
+        release(h);
+        if (!h->in_run)
                 run_mhd(h);
+}
+
+void httpd_release(Httpd *h) {
+        if (h && h->holding)
+                httpd_answer_waiting(h);
 }
 
 /* ---------------------------------------------------------------------------
@@ -721,6 +820,9 @@ Httpd *httpd_free(Httpd *h) {
         sd_event_source_disable_unref(h->io);
         sd_event_source_disable_unref(h->timer);
         sd_event_source_disable_unref(h->deadline);
+        sd_event_source_disable_unref(h->hold_end);
+        /* libmicrohttpd must not be stopped with a connection suspended */
+        release(h);
         /* closes the listening socket and every connection, each with its
          * "closed" notification, which frees our part */
         if (h->mhd)
@@ -758,6 +860,7 @@ int httpd_start(sd_event *e, const HttpdListen *listen, const HttpdLimits *limit
                 (uint64_t) (lim.request_deadline_sec > 0 ? lim.request_deadline_sec
                                                          : HTTPD_REQUEST_DEADLINE_SEC) *
                 1000000u;
+        h->hold_max_usec = lim.hold_max_usec > 0 ? lim.hold_max_usec : HTTPD_HOLD_MAX_USEC;
         /* before libmicrohttpd: its first connection arms it */
         r = sd_event_add_time(e, &h->deadline, CLOCK_MONOTONIC, 0, HTTPD_DEADLINE_ACCURACY_USEC,
                               on_deadline, h);
@@ -766,6 +869,13 @@ int httpd_start(sd_event *e, const HttpdListen *listen, const HttpdLimits *limit
         if (r < 0)
                 return fail(r, listen, ret_error);
         (void) sd_event_source_set_description(h->deadline, "httpd-deadline");
+        r = sd_event_add_time(e, &h->hold_end, CLOCK_MONOTONIC, 0, HTTPD_HOLD_ACCURACY_USEC,
+                              on_hold_end, h);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(h->hold_end, SD_EVENT_OFF);
+        if (r < 0)
+                return fail(r, listen, ret_error);
+        (void) sd_event_source_set_description(h->hold_end, "httpd-hold");
 
         r = open_listener(listen, &fd, &bound);
         if (r < 0)
@@ -781,11 +891,11 @@ int httpd_start(sd_event *e, const HttpdListen *listen, const HttpdLimits *limit
                                 ? lim.max_connections - HTTPD_RESERVED_LOCAL_CONNECTIONS
                                 : lim.max_connections;
         h->mhd = MHD_start_daemon(
-                MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, on_accept, h, on_request, h,
-                MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_NOTIFY_CONNECTION,
-                on_connection, h, MHD_OPTION_NOTIFY_COMPLETED, on_request_completed, h,
-                MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, lim.max_connections,
-                MHD_OPTION_PER_IP_CONNECTION_LIMIT, lim.max_connections_per_ip,
+                MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, on_accept, h,
+                on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
+                MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_NOTIFY_COMPLETED,
+                on_request_completed, h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+                lim.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, lim.max_connections_per_ip,
                 MHD_OPTION_CONNECTION_TIMEOUT, lim.idle_timeout_sec,
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, lim.connection_memory_bytes, MHD_OPTION_END);
         if (!h->mhd)

@@ -68,6 +68,11 @@
 /* libmicrohttpd's per-connection memory pool: the request line and headers
  * must fit in about half of it, or the request is refused. */
 #define HTTPD_CONNECTION_MEMORY_BYTES    (16u * 1024u)
+/* The longest a scrape waits for a new state being worked out (httpd_hold()):
+ * a look at both sides takes well under a millisecond on a responsive file
+ * system; a slower one does not hold scrapes back for longer than this. */
+#define HTTPD_HOLD_MAX_USEC              (50u * 1000u)
+#define HTTPD_HOLD_ACCURACY_USEC         1000u
 /* listen(2) backlog: the kernel caps it at net.core.somaxconn. A full
  * backlog drops a probe's SYN, which is resent only after a second. */
 #define HTTPD_LISTEN_BACKLOG             SOMAXCONN
@@ -79,6 +84,7 @@ typedef struct HttpdLimits {
         unsigned idle_timeout_sec;
         size_t connection_memory_bytes;
         unsigned request_deadline_sec; /* 0: HTTPD_REQUEST_DEADLINE_SEC */
+        uint64_t hold_max_usec;        /* 0: HTTPD_HOLD_MAX_USEC */
 } HttpdLimits;
 
 #define HTTPD_LIMITS_DEFAULT                                                     \
@@ -86,7 +92,8 @@ typedef struct HttpdLimits {
                        .max_connections_per_ip = HTTPD_MAX_CONNECTIONS_PER_IP,   \
                        .idle_timeout_sec = HTTPD_IDLE_TIMEOUT_SEC,               \
                        .connection_memory_bytes = HTTPD_CONNECTION_MEMORY_BYTES, \
-                       .request_deadline_sec = HTTPD_REQUEST_DEADLINE_SEC})
+                       .request_deadline_sec = HTTPD_REQUEST_DEADLINE_SEC,       \
+                       .hold_max_usec = HTTPD_HOLD_MAX_USEC})
 
 /* Where the server gets what it serves: called from the event loop, during a
  * request, never kept. The server has no other tie to the manager. */
@@ -119,9 +126,20 @@ int httpd_start(sd_event *e, const HttpdListen *listen, const HttpdLimits *limit
  * calls it right after it publishes a new Report, so a scrape that arrived
  * during the evaluation gets the new state before the loop turns to anything
  * else (the pod condition's PATCH). Costs one epoll_wait() when nothing is
- * ready. Does nothing when called from inside the server's own callbacks,
- * or with NULL. */
+ * ready, and ends a hold (httpd_hold()). From inside the server's own
+ * callbacks it only ends the hold. Nothing with NULL. */
 void httpd_answer_waiting(Httpd *h);
+
+/* Holds scrapes: from now until httpd_answer_waiting() or httpd_release(),
+ * HTTPD_HOLD_MAX_USEC at most (HttpdLimits), a complete GET or HEAD /metrics request waits
+ * for its answer. The owner calls it when it starts working out a new Report
+ * because something changed, so that a scrape meanwhile shows the new state,
+ * not the one about to be replaced. Other paths are never held. Nothing when
+ * already holding (the first call's limit stands), or with NULL. */
+void httpd_hold(Httpd *h);
+/* Ends a hold that brought no new Report (the look failed): the held scrapes
+ * get the current one now. Nothing when not holding, or with NULL. */
+void httpd_release(Httpd *h);
 
 /* Closes every connection and the listening socket, detaches from the loop. */
 Httpd *httpd_free(Httpd *h);

@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -766,6 +767,192 @@ static void test_current_report(void **state) {
         exchanges_done(b, ELEMENTSOF(b));
         exchanges_done(c, ELEMENTSOF(c));
         server_stop(&s);
+}
+
+/* ---------------------------------------------------------------------------
+ * The hold: a scrape that comes while a new state is worked out gets it */
+
+typedef struct HoldRun {
+        uint16_t port;
+        Exchange healthz; /* sent first, while the hold is on */
+        Exchange metrics;
+        _Atomic bool sent;     /* the /metrics request is written */
+        uint64_t metrics_usec; /* from its request to its answer */
+        uint64_t answered_at;  /* CLOCK_MONOTONIC */
+        int fd;                /* hold_and_leave: the connection left open */
+} HoldRun;
+
+static void hold_run(void *arg) {
+        HoldRun *r = arg;
+        uint64_t t0;
+        int fd;
+
+        exchange_run(r->port, &r->healthz);
+        t0 = now_usec();
+        fd = connect_port(NULL, r->port, HANG_USEC);
+        if (fd < 0) {
+                r->metrics.error = fd;
+                r->metrics.response = strdup("");
+                return;
+        }
+        r->metrics.error = send_all(fd, r->metrics.request, strlen(r->metrics.request));
+        r->sent = true;
+        {
+                int e = read_all(fd, &r->metrics.response, &r->metrics.len);
+                if (r->metrics.error == 0)
+                        r->metrics.error = e;
+        }
+        r->answered_at = now_usec();
+        r->metrics_usec = r->answered_at - t0;
+        r->metrics.status = parse_status(r->metrics.response);
+        (void) close(fd);
+}
+
+/* The owner's side: once the request has been written (and 200 ms more, for
+ * the server to take it), a new Report, then httpd_answer_waiting(). */
+typedef struct Releaser {
+        Server *server;
+        HoldRun *run;
+        uint64_t sent_seen_usec;
+        bool released;
+} Releaser;
+
+static int on_release_poll(sd_event_source *src, uint64_t usec, void *userdata) {
+        Releaser *rel = userdata;
+        uint64_t now = now_usec();
+
+        if (rel->released)
+                return 0;
+        if (rel->run->sent && rel->sent_seen_usec == 0)
+                rel->sent_seen_usec = now;
+        if (rel->sent_seen_usec != 0 && now - rel->sent_seen_usec >= 200u * 1000u) {
+                report_free(rel->server->report);
+                rel->server->report = sample_drifted();
+                httpd_answer_waiting(rel->server->httpd);
+                rel->released = true;
+                return sd_event_source_set_enabled(src, SD_EVENT_OFF);
+        }
+        assert_int_equal(sd_event_source_set_time_relative(src, 10u * 1000u), 0);
+        return sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+}
+
+static void test_hold(void **state) {
+        HoldRun run = {.healthz = {.request = GET("/healthz")},
+                       .metrics = {.request = GET("/metrics")}};
+        HttpdLimits lim = HTTPD_LIMITS_DEFAULT;
+        Releaser rel = {.run = &run};
+        sd_event_source *poll_src = NULL;
+        Server s = {};
+
+        /* only the owner ends this hold */
+        lim.hold_max_usec = 2u * HANG_USEC;
+        s.report = sample_current();
+        server_start(&s, &lim);
+        rel.server = &s;
+        run.port = s.port;
+        assert_int_equal(sd_event_add_time_relative(s.event, &poll_src, CLOCK_MONOTONIC,
+                                                    10u * 1000u, 0, on_release_poll, &rel),
+                         0);
+        httpd_hold(s.httpd);
+        httpd_hold(s.httpd); /* again: nothing more */
+        serve_while(&s, hold_run, &run);
+        sd_event_source_disable_unref(poll_src);
+
+        /* other paths are never held */
+        expect_exchange(&run.healthz, 200, NULL, "ok\n");
+        /* the scrape waited for the new Report: rendered from the current
+         * one, it would say the pod is current */
+        if (!rel.released)
+                fail_msg("the scrape was answered %" PRIu64 " ms after its request, before the "
+                         "new Report was published: it was not held",
+                         run.metrics_usec / 1000u);
+        expect_exchange(&run.metrics, 200, "text/plain; version=0.0.4; charset=utf-8", NULL);
+        if (!strstr(body(&run.metrics), "\naicr_enroot_config_drift{file=\"enroot.conf\"} 1\n"))
+                fail_msg("the held scrape was not answered with the Report published at its "
+                         "release, after %" PRIu64 " ms:\n%s",
+                         run.metrics_usec / 1000u, body(&run.metrics));
+        exchanges_done(&run.healthz, 1);
+        exchanges_done(&run.metrics, 1);
+        server_stop(&s);
+}
+
+/* Nothing comes: the hold ends by itself, and the scrape gets what is known. */
+static void test_hold_limit(void **state) {
+        HoldRun run = {.healthz = {.request = GET("/healthz")},
+                       .metrics = {.request = GET("/metrics")}};
+        HttpdLimits lim = HTTPD_LIMITS_DEFAULT;
+        uint64_t held_at;
+        Server s = {};
+
+        /* long enough for the client to come within it on a slow machine */
+        lim.hold_max_usec = 1000u * 1000u;
+        s.report = sample_current();
+        server_start(&s, &lim);
+        run.port = s.port;
+        held_at = now_usec();
+        httpd_hold(s.httpd);
+        serve_while(&s, hold_run, &run);
+
+        expect_exchange(&run.metrics, 200, NULL, NULL);
+        assert_non_null(strstr(body(&run.metrics), "\naicr_enroot_config_current 1\n"));
+        /* a lower bound on the monotonic clock: a slow machine only lengthens it */
+        if (run.answered_at - held_at < lim.hold_max_usec)
+                fail_msg("the scrape was answered %" PRIu64 " us after the hold began, before "
+                         "its limit (%" PRIu64 " us)",
+                         run.answered_at - held_at, lim.hold_max_usec);
+        /* and a hold that ended holds nothing more */
+        exchanges_done(&run.metrics, 1);
+        exchanges_done(&run.healthz, 1);
+        run = (HoldRun){.port = s.port,
+                        .healthz = {.request = GET("/healthz")},
+                        .metrics = {.request = GET("/metrics")}};
+        serve_while(&s, hold_run, &run);
+        expect_exchange(&run.metrics, 200, NULL, NULL);
+        if (run.metrics_usec >= HTTPD_HOLD_MAX_USEC)
+                print_message("note: a scrape after the hold took %" PRIu64 " us\n",
+                              run.metrics_usec);
+        exchanges_done(&run.healthz, 1);
+        exchanges_done(&run.metrics, 1);
+        server_stop(&s);
+}
+
+static void hold_and_leave_run(void *arg) {
+        HoldRun *r = arg;
+
+        r->fd = connect_port(NULL, r->port, HANG_USEC);
+        if (r->fd < 0)
+                return;
+        r->metrics.error = send_all(r->fd, r->metrics.request, strlen(r->metrics.request));
+        /* time for the server to take it and hold it */
+        sleep_usec(200u * 1000u);
+}
+
+/* The server stops while it holds a scrape: the connection is closed, and
+ * nothing leaks (the sanitizer and valgrind runs check that). */
+static void test_hold_stop(void **state) {
+        HoldRun run = {.metrics = {.request = GET("/metrics")}};
+        HttpdLimits lim = HTTPD_LIMITS_DEFAULT;
+        Server s = {};
+        char *rest = NULL;
+        size_t len = 0;
+        int r;
+
+        lim.hold_max_usec = 2u * HANG_USEC;
+        s.report = sample_current();
+        server_start(&s, &lim);
+        run.port = s.port;
+        httpd_hold(s.httpd);
+        serve_while(&s, hold_and_leave_run, &run);
+        assert_true(run.fd >= 0);
+        assert_int_equal(run.metrics.error, 0);
+        server_stop(&s);
+        r = read_all(run.fd, &rest, &len);
+        /* closed: no answer (EOF), or a reset; never the receive timeout */
+        if (r != 0 && r != -ECONNRESET)
+                fail_msg("the held connection after the server stopped: %s", strerror(-r));
+        assert_int_equal(parse_status(rest), -1);
+        free(rest);
+        (void) close(run.fd);
 }
 
 /* ---------------------------------------------------------------------------
@@ -1829,6 +2016,9 @@ int main(void) {
                 cmocka_unit_test(test_endpoints),
                 cmocka_unit_test(test_current_report),
                 cmocka_unit_test(test_metrics_keep_alive),
+                cmocka_unit_test(test_hold),
+                cmocka_unit_test(test_hold_limit),
+                cmocka_unit_test(test_hold_stop),
                 cmocka_unit_test(test_request_deadline),
                 cmocka_unit_test(test_idle_no_wakeups),
                 cmocka_unit_test(test_eviction),
