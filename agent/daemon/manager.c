@@ -53,12 +53,17 @@ struct Manager {
         pid_t target_pid;
         /* Reads the running files off the loop (running-worker.h). */
         RunningWorker *reader;
-        bool read_again;                /* something asked for a look during the outstanding read */
-        EvalTrigger last_trigger;       /* what asked for the read under way */
-        uint64_t look_start_usec;       /* CLOCK_MONOTONIC: when the last look began */
-        uint64_t next_look_usec;        /* no look starts before this (MANAGER_PACE_MAX_USEC) */
-        sd_event_source *pace_source;   /* starts the look that waits for next_look_usec */
-        EvalTrigger paced_trigger;      /* what asked for that look */
+        bool read_again;              /* something asked for a look during the outstanding read */
+        EvalTrigger last_trigger;     /* what asked for the read under way */
+        uint64_t look_start_usec;     /* CLOCK_MONOTONIC: when the last look began */
+        uint64_t next_look_usec;      /* no look starts before this (MANAGER_PACE_MAX_USEC) */
+        sd_event_source *pace_source; /* starts the look that waits for next_look_usec */
+        EvalTrigger paced_trigger;    /* what asked for that look */
+        /* What asked for a look since the last read began: kubelet's flips
+         * only (the last one's inotify cookie) may be served by the reader's
+         * early read (running_worker_start_after_flip()). */
+        bool flip_asked, other_asked;
+        uint32_t flip_cookie;
         bool ready;                     /* READY=1 was sent: the first evaluation completed */
         size_t stalled_index;           /* the read is stalled on this path (SIZE_MAX: elsewhere) */
         EvalCache (*parsed)[_SIDE_MAX]; /* each file's sides as last parsed */
@@ -75,6 +80,7 @@ struct Manager {
         bool desired_read;
         VolumeSnapshot *desired;
         int desired_error;
+        bool desired_warned; /* its error was logged; until a read succeeds */
 };
 
 /* The agent reads its own subPath mounts for the workload's (no
@@ -295,10 +301,12 @@ static int read_desired(Manager *m) {
                 if (r < 0)
                         m->desired_error = r;
         }
-        if (m->desired_error < 0 && (!m->report || m->report->observable[SIDE_DESIRED]))
+        /* once while it stays unreadable, however often it is read again */
+        if (m->desired_error < 0 && !m->desired_warned)
                 log_warning_errno(m->desired_error,
                                   "Cannot read the ConfigMap directory \"%s\": %s", o->desired_dir,
                                   volume_error_to_string(m->desired_error));
+        m->desired_warned = m->desired_error < 0;
         m->desired_read = true;
         return 0;
 }
@@ -441,6 +449,8 @@ static void look_done(Manager *m) {
         uint64_t now = now_usec(CLOCK_MONOTONIC), took = now - m->look_start_usec;
 
         m->next_look_usec = now + (took < MANAGER_PACE_MAX_USEC ? took : MANAGER_PACE_MAX_USEC);
+        /* the reader may read on kubelet's next flip when a look could start */
+        running_worker_allow(m->reader, m->next_look_usec, m->target_pid);
         /* A look that failed judged nothing: its desired side goes, and
          * scrapes held for it get what is known. */
         drop_desired(m);
@@ -504,19 +514,24 @@ static int look(Manager *m, EvalTrigger trigger) {
                 look_done(m);
                 return r;
         }
-        r = running_worker_start(m->reader, m->target_pid);
+        if (m->flip_asked && !m->other_asked)
+                r = running_worker_start_after_flip(m->reader, m->target_pid, m->flip_cookie);
+        else
+                r = running_worker_start(m->reader, m->target_pid);
         if (r < 0)
                 return log_error_errno(r, "Cannot start reading the running files: %m");
+        m->flip_asked = m->other_asked = false;
         /* While the reader reads the running side: a scrape now waits for
          * what this look finds, and the desired side is read. */
         httpd_hold(m->httpd);
         if (read_desired(m) < 0)
-                return log_oom();
+                (void) log_oom(); /* evaluate_view() tries again */
         return 0;
 }
 
 static int manager_evaluate(Manager *m, EvalTrigger trigger) {
         m->evaluations[trigger]++;
+        m->other_asked = true;
         return look(m, trigger);
 }
 
@@ -526,6 +541,10 @@ static void on_running(RunningWorker *w, RunningWorkerResult *res, void *userdat
 
         switch (res->event) {
         case RUNNING_WORKER_DONE:
+                if (res->early)
+                        log_debug("The running files were read from %" PRIu64
+                                  " us, on kubelet's flip.",
+                                  res->read_started_usec);
                 if (res->error < 0)
                         log_error_errno(res->error, "Cannot read the running files: %m");
                 else
@@ -547,6 +566,7 @@ static void on_running(RunningWorker *w, RunningWorkerResult *res, void *userdat
                            "again.",
                            (unsigned long long) (res->elapsed_usec / 1000u));
                 m->read_again = true;
+                m->other_asked = true; /* a read begun now, nothing earlier */
                 break;
         }
         if (m->read_again) {
@@ -577,6 +597,22 @@ static int on_process_retry(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* The reader follows kubelet's flips in the directory the watcher watches
+ * (running_worker_follow_flips()): at start, and when the watcher found it
+ * replaced. Without it the reader only reads when asked. */
+static void follow_flips(Manager *m) {
+        int r;
+
+        if (watcher_active_mode(m->watcher) != WATCH_INOTIFY)
+                return;
+        r = running_worker_follow_flips(m->reader, m->options->desired_dir);
+        if (r < 0)
+                log_debug_errno(r,
+                                "The reader cannot follow kubelet's flips in \"%s\" (%m): it "
+                                "reads when a look asks.",
+                                m->options->desired_dir);
+}
+
 static void on_watch(Watcher *w, WatchReason reason, void *userdata) {
         static const EvalTrigger triggers[_WATCH_REASON_MAX] = {
                 [WATCH_REASON_INOTIFY] = TRIGGER_INOTIFY,
@@ -585,7 +621,17 @@ static void on_watch(Watcher *w, WatchReason reason, void *userdata) {
                 [WATCH_REASON_POLL] = TRIGGER_POLL,
         };
         Manager *m = userdata;
+        uint32_t cookie;
 
+        if (reason == WATCH_REASON_RECREATED)
+                follow_flips(m);
+        if (reason == WATCH_REASON_INOTIFY && watcher_call_flip(w, &cookie)) {
+                m->evaluations[TRIGGER_INOTIFY]++;
+                m->flip_asked = true;
+                m->flip_cookie = cookie;
+                (void) look(m, TRIGGER_INOTIFY);
+                return;
+        }
         (void) manager_evaluate(m, reason >= 0 && reason < _WATCH_REASON_MAX ? triggers[reason]
                                                                              : TRIGGER_INOTIFY);
 }
@@ -611,6 +657,7 @@ static int on_resync(sd_event_source *s, uint64_t usec, void *userdata) {
         case WATCH_VERIFY_REWATCHED:
                 log_notice("A filesystem was mounted over the ConfigMap directory: watching "
                            "the new one.");
+                follow_flips(m);
                 break;
         default:
                 if (r < 0)
@@ -917,6 +964,7 @@ int manager_new(const Options *o, Manager **ret) {
         if (r < 0)
                 return log_error_errno(r, "Cannot start the thread that reads the running files: "
                                           "%m");
+        follow_flips(m);
 
         r = sd_event_add_time_relative(m->event, &m->resync_source, CLOCK_MONOTONIC, o->resync_usec,
                                        1000 * 1000, on_resync, m);

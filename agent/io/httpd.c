@@ -223,7 +223,9 @@ static void conn_hold(Conn *conn) {
 }
 
 /* Ends the hold: every held request is resumed, and answered on
- * libmicrohttpd's next run (its eventfd wakes the loop for it). */
+ * libmicrohttpd's next run, which the caller must bring about: in this
+ * mode libmicrohttpd has no eventfd of its own to wake the loop, and a
+ * resumed connection makes its epoll descriptor no more readable. */
 static void release(Httpd *h) {
         if (h->holding && !h->stopping)
                 (void) sd_event_source_set_enabled(h->hold_end, SD_EVENT_OFF);
@@ -729,11 +731,21 @@ void httpd_hold(Httpd *h) {
 }
 
 void httpd_answer_waiting(Httpd *h) {
+        int r;
+
         if (!h || h->stopping)
                 return;
         release(h);
-        if (!h->in_run)
+        if (!h->in_run) {
                 run_mhd(h);
+                return;
+        }
+        /* inside MHD_run(): the held requests are answered on the next turn */
+        r = sd_event_source_set_time_relative(h->timer, 0);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_debug_errno(r, "Cannot arm the HTTP timer: %m");
 }
 
 void httpd_release(Httpd *h) {
@@ -821,8 +833,13 @@ Httpd *httpd_free(Httpd *h) {
         sd_event_source_disable_unref(h->timer);
         sd_event_source_disable_unref(h->deadline);
         sd_event_source_disable_unref(h->hold_end);
-        /* libmicrohttpd must not be stopped with a connection suspended */
-        release(h);
+        /* libmicrohttpd must not be stopped with a connection suspended;
+         * a scrape held for a look that will not end now gets what is known */
+        if (h->held_head) {
+                release(h);
+                if (h->mhd && !h->in_run)
+                        (void) MHD_run(h->mhd);
+        }
         /* closes the listening socket and every connection, each with its
          * "closed" notification, which frees our part */
         if (h->mhd)

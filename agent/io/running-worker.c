@@ -16,6 +16,14 @@
  * The worker copies what the thread reads (the paths, the options' strings,
  * the mountinfo cache and the process memo): when it is freed while the
  * thread is stuck, the thread is left to free them itself if it ever returns.
+ *
+ * Early reads (running_worker_follow_flips()): the thread has an inotify
+ * instance of its own on the ConfigMap directory and waits on it beside its
+ * wake-up eventfd. The kernel gives every rename one cookie, the same in
+ * every inotify instance, and counts them up across the whole system: the
+ * thread's read of the running files that began after it saw kubelet's
+ * flip with cookie C (or a later one) is a read made after that flip, which
+ * is all that the look the loop's watcher makes for it needs.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,16 +31,42 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "mountinfo-cache.h"
 #include "running-worker.h"
 #include "timeutil.h"
+#include "volume.h"
 
 /* Threads of freed workers still inside a read. */
 static atomic_uint left_behind;
+
+/* What a read was, or what the loop waits for. */
+typedef struct RunningRead {
+        uint64_t started_usec; /* CLOCK_MONOTONIC: began (the loop: asked for) then */
+        bool early;            /* begun by the thread on a flip */
+        uint32_t cookie;       /* early: the last flip's cookie the thread had seen */
+        pid_t last_pid;        /* running_read()'s argument */
+} RunningRead;
+
+/* The kernel's rename cookies count up, and wrap: a is b or later. */
+static bool cookie_not_before(uint32_t a, uint32_t b) {
+        return (int32_t) (a - b) >= 0;
+}
+
+/* The read r serves the loop that waits for want: it began after the loop
+ * asked, or (a look for a flip) it is an early read after that flip for the
+ * same process. */
+static bool want_serves(const RunningRead *want, const RunningRead *r) {
+        if (r->started_usec >= want->started_usec)
+                return true;
+        return want->early && r->early && cookie_not_before(r->cookie, want->cookie) &&
+               r->last_pid == want->last_pid;
+}
 
 struct RunningWorker {
         /* Set up before the thread starts and never changed: both threads
@@ -43,6 +77,9 @@ struct RunningWorker {
         MountInfoCache *mountinfo;
         RunningMemo *memo;
         int event_fd; /* the thread writes 1 when a read ended */
+        int wake_fd;  /* the loop writes 1 when it asks the thread for something */
+        int flip_fd;  /* the thread's inotify instance (early reads), or -EBADF */
+        int flip_wd;  /* its watch on the ConfigMap directory, or -1 */
         pthread_t thread;
         bool thread_started;
 
@@ -50,21 +87,27 @@ struct RunningWorker {
         _Atomic size_t reading;
 
         pthread_mutex_t lock;
-        pthread_cond_t wake;
         /* Under lock. */
-        bool requested;    /* a read was asked for and not taken yet */
-        bool in_read;      /* the thread is inside running_read() */
-        bool quit;         /* the thread should end */
-        bool orphaned;     /* the owner is gone: the thread frees the worker */
-        pid_t last_pid;    /* the request's argument */
-        RunningView *view; /* the ended read's result */
-        int error;
+        bool requested;            /* a read was asked for and not taken yet */
+        bool in_read;              /* the thread is inside running_read() */
+        bool quit;                 /* the thread should end */
+        bool orphaned;             /* the owner is gone: the thread frees the worker */
+        bool owner_waits;          /* the loop waits for a read: no early read now */
+        bool early_allowed;        /* running_worker_allow() was called */
+        uint64_t early_not_before; /* CLOCK_MONOTONIC: no early read before */
+        pid_t last_pid;            /* the next read's argument */
+        RunningRead current;       /* the read under way, while in_read */
+        bool have_result;          /* an ended read the loop has not taken */
+        RunningRead result;        /* which read that was */
+        RunningView *view;         /* its view */
+        int error;                 /* or its error */
 
         /* The loop's thread only. */
         sd_event_source *event_source, *deadline_source;
         RunningWorkerHandler handler;
         void *userdata;
         bool busy, stalled;
+        RunningRead want; /* busy: the read that serves (want_serves()) */
         uint64_t started_usec;
         uint64_t deadline_usec;
 };
@@ -83,7 +126,10 @@ static void worker_destroy(RunningWorker *w) {
         running_memo_free(w->memo);
         if (w->event_fd >= 0)
                 (void) close(w->event_fd);
-        (void) pthread_cond_destroy(&w->wake);
+        if (w->wake_fd >= 0)
+                (void) close(w->wake_fd);
+        if (w->flip_fd >= 0)
+                (void) close(w->flip_fd);
         (void) pthread_mutex_destroy(&w->lock);
         free(w);
 }
@@ -94,6 +140,73 @@ static void on_file(size_t index, void *userdata) {
         atomic_store_explicit(&w->reading, index, memory_order_relaxed);
 }
 
+/* Drains the thread's inotify instance fd, whose watch is wd. Returns true
+ * when kubelet flipped "..data" meanwhile, with the last flip's cookie in
+ * *ret_cookie. A watch that went (the directory was removed) is named in
+ * *ret_gone_wd: early reads end until running_worker_follow_flips() is
+ * called again (the loop's own watcher still sees everything). */
+static bool drain_flips(int fd, int wd, uint32_t *ret_cookie, int *ret_gone_wd) {
+        bool flipped = false;
+
+        for (;;) {
+                char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+                ssize_t n = read(fd, buf, sizeof buf);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                for (char *p = buf; p < buf + n;) {
+                        const struct inotify_event *ev = (const struct inotify_event *) p;
+
+                        p += sizeof *ev + ev->len;
+                        if (ev->mask & IN_Q_OVERFLOW)
+                                /* events were lost: this drain matches no flip */
+                                flipped = false;
+                        else if (ev->wd != wd)
+                                continue;
+                        else if (ev->mask & IN_IGNORED) {
+                                *ret_gone_wd = wd;
+                                flipped = false;
+                        } else if ((ev->mask & IN_MOVED_TO) && ev->len > 0 &&
+                                   streq(ev->name, VOLUME_DATA_LINK)) {
+                                flipped = true;
+                                *ret_cookie = ev->cookie;
+                        }
+                }
+        }
+        return flipped;
+}
+
+/* Called and returns under lock: waits until the loop asks for something
+ * or, when flips are followed, kubelet flips. Returns true with *ret_cookie
+ * when an early read may begin now. */
+static bool wait_for_work(RunningWorker *w, uint32_t *ret_cookie) {
+        struct pollfd fds[2] = {
+                {.fd = w->wake_fd, .events = POLLIN},
+                {.fd = w->flip_fd, .events = POLLIN},
+        };
+        int wd = w->flip_wd, gone_wd = -1;
+        bool flipped = false;
+        eventfd_t n;
+
+        (void) pthread_mutex_unlock(&w->lock);
+        while (poll(fds, fds[1].fd >= 0 ? 2 : 1, -1) < 0 && errno == EINTR)
+                ;
+        if (fds[0].revents & POLLIN)
+                (void) eventfd_read(w->wake_fd, &n);
+        if (fds[1].fd >= 0 && (fds[1].revents & POLLIN))
+                flipped = drain_flips(fds[1].fd, wd, ret_cookie, &gone_wd);
+        (void) pthread_mutex_lock(&w->lock);
+
+        if (gone_wd >= 0 && gone_wd == w->flip_wd)
+                w->flip_wd = -1;
+        /* A watch set up again meanwhile may have missed the flip's
+         * neighbours: only the watch polled counts. */
+        return flipped && wd >= 0 && wd == w->flip_wd && w->early_allowed && !w->owner_waits &&
+               !w->requested && !w->quit && now_usec(CLOCK_MONOTONIC) >= w->early_not_before;
+}
+
 static void *worker_main(void *arg) {
         RunningWorker *w = arg;
         bool orphaned;
@@ -101,26 +214,35 @@ static void *worker_main(void *arg) {
         (void) pthread_mutex_lock(&w->lock);
         for (;;) {
                 RunningView *view = NULL;
-                pid_t last_pid;
+                RunningRead read = {};
+                uint32_t cookie = 0;
                 int r;
 
-                while (!w->requested && !w->quit)
-                        (void) pthread_cond_wait(&w->wake, &w->lock);
                 if (w->quit)
                         break;
-                w->requested = false;
+                if (w->requested) {
+                        w->requested = false;
+                        read = (RunningRead){.last_pid = w->last_pid};
+                } else if (wait_for_work(w, &cookie))
+                        read = (RunningRead){
+                                .early = true, .cookie = cookie, .last_pid = w->last_pid};
+                else
+                        continue;
+                read.started_usec = now_usec(CLOCK_MONOTONIC);
+                w->current = read;
                 w->in_read = true;
-                last_pid = w->last_pid;
                 (void) pthread_mutex_unlock(&w->lock);
 
                 atomic_store_explicit(&w->reading, SIZE_MAX, memory_order_relaxed);
-                r = running_read(&w->cfg, last_pid, &view);
+                r = running_read(&w->cfg, read.last_pid, &view);
 
                 (void) pthread_mutex_lock(&w->lock);
                 w->in_read = false;
                 running_view_free(w->view);
                 w->view = r < 0 ? NULL : view;
                 w->error = r < 0 ? r : 0;
+                w->result = read;
+                w->have_result = true;
                 if (w->orphaned)
                         break;
                 /* An eventfd write fails only when the counter would overflow,
@@ -157,6 +279,7 @@ static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata
         RunningWorker *w = userdata;
         _cleanup_(running_view_freep) RunningView *view = NULL;
         RunningWorkerResult res = {};
+        RunningRead read;
         eventfd_t n;
         int error;
 
@@ -164,13 +287,24 @@ static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata
                 return 0; /* EAGAIN: nothing ended */
 
         (void) pthread_mutex_lock(&w->lock);
+        /* An early read nobody asked for yet stays for a look to come; a
+         * read that does not serve the look waiting (begun before it
+         * asked) is followed by one that does. A stalled read's end is its
+         * end, whatever it was. */
+        if (!w->have_result || !w->busy || (!w->stalled && !want_serves(&w->want, &w->result))) {
+                (void) pthread_mutex_unlock(&w->lock);
+                return 0;
+        }
         view = TAKE_PTR(w->view);
         error = w->error;
+        read = w->result;
+        w->have_result = false;
+        w->owner_waits = false;
         (void) pthread_mutex_unlock(&w->lock);
-        if (!w->busy)
-                return 0;
 
         (void) sd_event_source_set_enabled(w->deadline_source, SD_EVENT_OFF);
+        res.early = read.early;
+        res.read_started_usec = read.started_usec;
         res.elapsed_usec = now_usec(CLOCK_MONOTONIC) - w->started_usec;
         w->busy = false;
         if (w->stalled) {
@@ -250,9 +384,11 @@ int running_worker_new(sd_event *e, const RunningConfig *cfg, uint64_t deadline_
         if (!w)
                 return -ENOMEM;
         w->event_fd = -EBADF;
+        w->wake_fd = -EBADF;
+        w->flip_fd = -EBADF;
+        w->flip_wd = -1;
         atomic_init(&w->reading, SIZE_MAX);
         (void) pthread_mutex_init(&w->lock, NULL);
-        (void) pthread_cond_init(&w->wake, NULL);
         w->handler = handler;
         w->userdata = userdata;
         w->deadline_usec = deadline_usec;
@@ -262,6 +398,9 @@ int running_worker_new(sd_event *e, const RunningConfig *cfg, uint64_t deadline_
                 return r;
         w->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (w->event_fd < 0)
+                return negative_errno();
+        w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (w->wake_fd < 0)
                 return negative_errno();
         r = sd_event_add_io(e, &w->event_source, w->event_fd, EPOLLIN, on_event, w);
         if (r < 0)
@@ -301,7 +440,7 @@ RunningWorker *running_worker_free(RunningWorker *w) {
         w->orphaned = stuck;
         if (stuck)
                 atomic_fetch_add(&left_behind, 1);
-        (void) pthread_cond_signal(&w->wake);
+        (void) eventfd_write(w->wake_fd, 1);
         (void) pthread_mutex_unlock(&w->lock);
 
         if (stuck) {
@@ -313,7 +452,10 @@ RunningWorker *running_worker_free(RunningWorker *w) {
         return NULL;
 }
 
-int running_worker_start(RunningWorker *w, pid_t last_pid) {
+static int start(RunningWorker *w, pid_t last_pid, bool after_flip, uint32_t cookie) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        RunningRead want = {
+                .started_usec = now, .early = after_flip, .cookie = cookie, .last_pid = last_pid};
         int r;
 
         if (w->busy)
@@ -325,15 +467,61 @@ int running_worker_start(RunningWorker *w, pid_t last_pid) {
                 return r;
 
         (void) pthread_mutex_lock(&w->lock);
-        w->requested = true;
-        w->last_pid = last_pid;
-        (void) pthread_cond_signal(&w->wake);
+        w->want = want;
+        w->owner_waits = true;
+        if (w->have_result && want_serves(&want, &w->result))
+                /* an early read that ended: on_event() takes it */
+                (void) eventfd_write(w->event_fd, 1);
+        else if (!(w->in_read && want_serves(&want, &w->current))) {
+                w->requested = true;
+                w->last_pid = last_pid;
+                (void) eventfd_write(w->wake_fd, 1);
+        }
         (void) pthread_mutex_unlock(&w->lock);
 
         w->busy = true;
         w->stalled = false;
-        w->started_usec = now_usec(CLOCK_MONOTONIC);
+        w->started_usec = now;
         return 0;
+}
+
+int running_worker_start(RunningWorker *w, pid_t last_pid) {
+        return start(w, last_pid, false, 0);
+}
+
+int running_worker_start_after_flip(RunningWorker *w, pid_t last_pid, uint32_t cookie) {
+        return start(w, last_pid, true, cookie);
+}
+
+int running_worker_follow_flips(RunningWorker *w, const char *dir) {
+        int r = 0;
+
+        (void) pthread_mutex_lock(&w->lock);
+        if (w->flip_fd < 0) {
+                /* set up before the thread polls it: created here, under the
+                 * lock the thread takes before it looks at flip_fd */
+                w->flip_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+                if (w->flip_fd < 0)
+                        r = negative_errno();
+        }
+        if (r >= 0) {
+                w->flip_wd = inotify_add_watch(w->flip_fd, dir, IN_MOVED_TO | IN_ONLYDIR);
+                if (w->flip_wd < 0)
+                        r = negative_errno();
+        }
+        /* the thread's poll() takes the new descriptor on its next turn */
+        (void) eventfd_write(w->wake_fd, 1);
+        (void) pthread_mutex_unlock(&w->lock);
+        return r;
+}
+
+void running_worker_allow(RunningWorker *w, uint64_t not_before_usec, pid_t last_pid) {
+        (void) pthread_mutex_lock(&w->lock);
+        w->early_allowed = true;
+        w->early_not_before = not_before_usec;
+        if (!w->requested && !w->in_read)
+                w->last_pid = last_pid;
+        (void) pthread_mutex_unlock(&w->lock);
 }
 
 bool running_worker_busy(const RunningWorker *w) {

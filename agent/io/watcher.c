@@ -96,9 +96,11 @@ struct Watcher {
         sd_event_source *poll_source;      /* poll mode */
         sd_event_source *signature_source; /* takes the signature once a flip's call is done */
 
-        bool pending; /* a burst is being coalesced: the handler (or a signature) is due */
-        bool flipped; /* ..data was renamed in this burst: the handler runs at once */
-        bool live;    /* the burst holds an event that can change what a read sees */
+        bool pending;         /* a burst is being coalesced: the handler (or a signature) is due */
+        bool flipped;         /* ..data was renamed in this burst: the handler runs at once */
+        bool live;            /* the burst holds an event that can change what a read sees */
+        uint32_t flip_cookie; /* inotify's cookie of the last flip read */
+        bool in_flip_call;    /* the handler runs for a burst with a flip (watcher_call_flip()) */
         uint64_t burst_start_usec;
         uint64_t flip_usec;
         WatchReason pending_reason;
@@ -405,8 +407,17 @@ static int on_settle(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *
         }
         log_debug("Directory \"%s\" changed (%s): looking again.", w->path,
                   watch_reason_to_string(reason));
+        w->in_flip_call = flipped;
         w->handler(w, reason, w->userdata);
+        w->in_flip_call = false;
         return 0;
+}
+
+bool watcher_call_flip(const Watcher *w, uint32_t *ret_cookie) {
+        if (!w->in_flip_call)
+                return false;
+        *ret_cookie = w->flip_cookie;
+        return true;
 }
 
 /* live: the events can change what a read sees (see event_is_inert());
@@ -695,8 +706,10 @@ static int drain_inotify(Watcher *w) {
                         if (!event_is_inert(w, ev))
                                 live = true;
                         if ((ev->mask & IN_MOVED_TO) && ev->len > 0 &&
-                            streq(ev->name, VOLUME_DATA_LINK))
+                            streq(ev->name, VOLUME_DATA_LINK)) {
                                 flipped = true;
+                                w->flip_cookie = ev->cookie;
+                        }
                 }
         }
 

@@ -127,7 +127,8 @@ int httpd_start(sd_event *e, const HttpdListen *listen, const HttpdLimits *limit
  * during the evaluation gets the new state before the loop turns to anything
  * else (the pod condition's PATCH). Costs one epoll_wait() when nothing is
  * ready, and ends a hold (httpd_hold()). From inside the server's own
- * callbacks it only ends the hold. Nothing with NULL. */
+ * callbacks it ends the hold and answers on the loop's next turn. Nothing
+ * with NULL. */
 void httpd_answer_waiting(Httpd *h);
 
 /* Holds scrapes: from now until httpd_answer_waiting() or httpd_release(),
@@ -141,7 +142,8 @@ void httpd_hold(Httpd *h);
  * get the current one now. Nothing when not holding, or with NULL. */
 void httpd_release(Httpd *h);
 
-/* Closes every connection and the listening socket, detaches from the loop. */
+/* Closes every connection and the listening socket, detaches from the loop.
+ * Scrapes held (httpd_hold()) are answered first, with the current Report. */
 Httpd *httpd_free(Httpd *h);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Httpd *, httpd_free);
 

@@ -13,6 +13,13 @@
  * answers or the mount is aborted; its view is then stale: it is dropped and
  * RECOVERED is reported, so the owner reads again.
  *
+ * Early reads (running_worker_follow_flips()): the thread also watches the
+ * ConfigMap directory for kubelet's flip and begins a read on it at once,
+ * while the owner's loop is still waking for the same flip; the look the
+ * flip brings takes that read. The read still begins after the flip, and one
+ * read at a time still holds: the thread begins none while the owner waits
+ * for one or before running_worker_allow() says so (the owner's pace).
+ *
  * The worker owns copies of everything the thread reads: nothing the owner
  * frees is touched by the thread, even when the worker is freed while the
  * thread is stuck. The thread runs with every signal blocked, so signals
@@ -41,12 +48,15 @@ typedef enum RunningWorkerEvent {
 
 typedef struct RunningWorkerResult {
         RunningWorkerEvent event;
-        RunningView *view;     /* DONE with error 0: the view; the handler may take it
+        RunningView *view;          /* DONE with error 0: the view; the handler may take it
                                * (TAKE_PTR), else it is freed after the call */
-        int error;             /* DONE: running_read()'s error (-ENOMEM, -EINVAL), else 0 */
-        size_t stalled_index;  /* STALLED: index of the path being opened or read, or
+        int error;                  /* DONE: running_read()'s error (-ENOMEM, -EINVAL), else 0 */
+        size_t stalled_index;       /* STALLED: index of the path being opened or read, or
                                * SIZE_MAX when the read waits outside the files */
-        uint64_t elapsed_usec; /* how long the read took (STALLED: so far) */
+        uint64_t elapsed_usec;      /* how long the read took (STALLED: so far) */
+        bool early;                 /* DONE: the thread began it on kubelet's flip, before
+                                * running_worker_start_after_flip() asked */
+        uint64_t read_started_usec; /* DONE: CLOCK_MONOTONIC, when the read began */
 } RunningWorkerResult;
 
 typedef void (*RunningWorkerHandler)(RunningWorker *w, RunningWorkerResult *result, void *userdata);
@@ -67,6 +77,27 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(RunningWorker *, running_worker_free);
  * the loop when it ends or stalls. Returns 0, or -EBUSY while a read is
  * outstanding (stalled ones included). */
 int running_worker_start(RunningWorker *w, pid_t last_pid);
+
+/* Early reads: the thread watches dir (the ConfigMap directory) for
+ * kubelet's flip, the rename of "..data" into it, and on each one begins a
+ * read at once when running_worker_allow() lets it and the owner waits for
+ * no read, without waiting for the owner's loop to wake and ask: the look
+ * the flip brings then finds its read under way or done
+ * (running_worker_start_after_flip()). Called again (the directory was
+ * replaced), it watches the new one. Returns 0 or -errno (early reads are
+ * then off; nothing else changes). */
+int running_worker_follow_flips(RunningWorker *w, const char *dir);
+/* Lets the thread begin early reads from not_before_usec (CLOCK_MONOTONIC)
+ * on, for the process last_pid (running_read()'s argument): the owner's
+ * pace and its process. Until the first call the thread begins none. */
+void running_worker_allow(RunningWorker *w, uint64_t not_before_usec, pid_t last_pid);
+/* running_worker_start() for a look that only kubelet's flips asked for,
+ * the last of them the rename with this inotify cookie: an early read the
+ * thread began after that flip, or a later one, for last_pid, serves it,
+ * whether it is under way or done. The kernel gives a rename the same cookie
+ * in every inotify instance and counts them up, so such a read began after
+ * the flip. Otherwise a read starts, as running_worker_start(). */
+int running_worker_start_after_flip(RunningWorker *w, pid_t last_pid, uint32_t cookie);
 
 /* A read is outstanding. */
 bool running_worker_busy(const RunningWorker *w);

@@ -115,6 +115,13 @@ WatchMode watcher_active_mode(const Watcher *w);
  * next call into the watcher. */
 const char *watcher_fallback_reason(const Watcher *w);
 
+/* From the handler: true when this call is for a burst of events that
+ * holds kubelet's flip (the rename of "..data" into the directory), with
+ * *ret_cookie the inotify cookie of the last such rename read. False from
+ * any other call (a burst without a flip, a lost directory, polling, an
+ * overflow), and outside the handler. */
+bool watcher_call_flip(const Watcher *w, uint32_t *ret_cookie);
+
 /* The path being watched (borrowed). */
 const char *watcher_path(const Watcher *w);
 

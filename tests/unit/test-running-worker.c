@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -70,6 +71,7 @@ typedef struct Ctx {
         unsigned calls;
         RunningWorkerEvent last_event;
         RunningView *view; /* the last DONE's */
+        bool early;        /* the last DONE's read was an early one */
         int error;
         size_t stalled_index;
         const char *stalled_path;
@@ -81,6 +83,7 @@ static void on_result(RunningWorker *w, RunningWorkerResult *res, void *userdata
         c->calls++;
         c->last_event = res->event;
         c->error = res->error;
+        c->early = res->early;
         running_view_free(c->view);
         c->view = TAKE_PTR(res->view);
         if (res->event == RUNNING_WORKER_STALLED) {
@@ -312,6 +315,171 @@ static void test_thread_blocks_signals(void **state) {
                                  strsignal(sig));
 }
 
+/* ---------------------------------------------------------------------------
+ * Early reads: the thread reads on kubelet's flip, before the loop asks */
+
+/* A ConfigMap directory in the root (not read by anyone: the flips are
+ * what counts), and an inotify instance of the test's own that learns each
+ * flip's cookie as the loop's watcher does. */
+typedef struct Flips {
+        char dir[128];
+        int fd;
+        unsigned n;
+} Flips;
+
+static void flips_init(Ctx *c, Flips *f) {
+        (void) snprintf(f->dir, sizeof f->dir, "%s/cm", c->root);
+        assert_int_equal(mkdir(f->dir, 0755), 0);
+        f->fd = inotify_init1(IN_CLOEXEC);
+        assert_true(f->fd >= 0);
+        assert_true(inotify_add_watch(f->fd, f->dir, IN_MOVED_TO) >= 0);
+        f->n = 0;
+}
+
+/* kubelet's flip: ..data_tmp renamed over ..data. Returns its cookie. */
+static uint32_t flip(Flips *f) {
+        char tmp[192], data[192], target[32];
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        const struct inotify_event *ev;
+        ssize_t n;
+
+        (void) snprintf(tmp, sizeof tmp, "%s/..data_tmp", f->dir);
+        (void) snprintf(data, sizeof data, "%s/..data", f->dir);
+        (void) snprintf(target, sizeof target, "..v%u", ++f->n);
+        assert_int_equal(symlink(target, tmp), 0);
+        assert_int_equal(rename(tmp, data), 0);
+        n = read(f->fd, buf, sizeof buf);
+        assert_true(n >= (ssize_t) sizeof *ev);
+        ev = (const struct inotify_event *) buf;
+        assert_true(ev->mask & IN_MOVED_TO);
+        return ev->cookie;
+}
+
+/* Waits (without turning the loop) until the wrapped running_read() was
+ * called `calls` times in all. */
+static void await_reads(unsigned calls) {
+        uint64_t end = now_usec(CLOCK_MONOTONIC) + WAIT_USEC;
+
+        while (atomic_load(&fake.calls) < calls && now_usec(CLOCK_MONOTONIC) < end)
+                (void) usleep(1000);
+        if (atomic_load(&fake.calls) < calls)
+                fail_msg("%u read(s), not %u, after %u s", atomic_load(&fake.calls), calls,
+                         WAIT_USEC / 1000000u);
+}
+
+/* A flip: the thread reads at once, unasked; the look the flip brings takes
+ * that read, and no other. */
+static void test_early_read(void **state) {
+        Ctx *c = *state;
+        Flips f;
+        uint32_t cookie;
+
+        flips_init(c, &f);
+        assert_int_equal(running_worker_follow_flips(c->worker, f.dir), 0);
+        /* before the owner allows it, a flip reads nothing */
+        cookie = flip(&f);
+        (void) usleep(200 * 1000);
+        assert_int_equal(atomic_load(&fake.calls), 0);
+
+        running_worker_allow(c->worker, 0, 0);
+        cookie = flip(&f);
+        await_reads(1);
+        assert_int_equal(c->calls, 0);           /* nobody asked: nothing reaches the handler */
+        write_conf(c, "ENROOT_MOUNT_HOME=no\n"); /* after the early read: not seen */
+        assert_int_equal(running_worker_start_after_flip(c->worker, 0, cookie), 0);
+        assert_true(running_worker_busy(c->worker));
+        run_until(c, 1, WAIT_USEC);
+        assert_int_equal(c->last_event, RUNNING_WORKER_DONE);
+        assert_true(c->early);
+        assert_string_equal(c->view->files[0].content, "ENROOT_MOUNT_HOME=yes\n");
+        assert_int_equal(atomic_load(&fake.calls), 1);
+        assert_false(running_worker_busy(c->worker));
+
+        /* a look something else asked for reads afresh */
+        assert_int_equal(running_worker_start(c->worker, 0), 0);
+        run_until(c, 2, WAIT_USEC);
+        assert_false(c->early);
+        assert_string_equal(c->view->files[0].content, "ENROOT_MOUNT_HOME=no\n");
+        assert_int_equal(atomic_load(&fake.calls), 2);
+        (void) close(f.fd);
+}
+
+/* An early read serves only a look for its flip or an earlier one, and for
+ * the same process: otherwise a read starts. */
+static void test_early_read_not_for_others(void **state) {
+        Ctx *c = *state;
+        uint32_t first, second;
+        Flips f;
+
+        flips_init(c, &f);
+        assert_int_equal(running_worker_follow_flips(c->worker, f.dir), 0);
+        running_worker_allow(c->worker, 0, 0);
+        first = flip(&f);
+        await_reads(1);
+
+        /* a later flip the thread may not read on (the owner's pace) */
+        running_worker_allow(c->worker, now_usec(CLOCK_MONOTONIC) + 3600u * 1000000u, 0);
+        second = flip(&f);
+        (void) usleep(100 * 1000);
+        assert_int_equal(atomic_load(&fake.calls), 1);
+        assert_int_equal(running_worker_start_after_flip(c->worker, 0, second), 0);
+        run_until(c, 1, WAIT_USEC);
+        assert_int_equal(c->last_event, RUNNING_WORKER_DONE);
+        assert_false(c->early);
+        assert_int_equal(atomic_load(&fake.calls), 2);
+
+        /* another process than the early read's */
+        running_worker_allow(c->worker, 0, 0);
+        first = flip(&f);
+        await_reads(3);
+        assert_int_equal(running_worker_start_after_flip(c->worker, 1, first), 0);
+        run_until(c, 2, WAIT_USEC);
+        assert_false(c->early);
+        assert_int_equal(atomic_load(&fake.calls), 4);
+        (void) close(f.fd);
+}
+
+/* An early read still under way serves the look that comes; one that does
+ * not end is reported STALLED to that look, and RECOVERED when it ends. */
+static void test_early_read_under_way(void **state) {
+        Ctx *c = *state;
+        uint32_t cookie;
+        Flips f;
+
+        flips_init(c, &f);
+        assert_int_equal(running_worker_follow_flips(c->worker, f.dir), 0);
+        running_worker_allow(c->worker, 0, 0);
+        atomic_store(&fake.hold_at, SIZE_MAX);
+        atomic_store(&fake.hold, true);
+        cookie = flip(&f);
+        await_reads(1);
+        assert_int_equal(running_worker_start_after_flip(c->worker, 0, cookie), 0);
+        atomic_store(&fake.hold, false);
+        release();
+        run_until(c, 1, WAIT_USEC);
+        assert_int_equal(c->last_event, RUNNING_WORKER_DONE);
+        assert_true(c->early);
+        assert_int_equal(atomic_load(&fake.calls), 1);
+
+        running_worker_allow(c->worker, 0, 0);
+        atomic_store(&fake.hold_at, 0);
+        atomic_store(&fake.hold, true);
+        cookie = flip(&f);
+        await_reads(2);
+        assert_int_equal(running_worker_start_after_flip(c->worker, 0, cookie), 0);
+        run_until(c, 2, WAIT_USEC);
+        assert_int_equal(c->last_event, RUNNING_WORKER_STALLED);
+        assert_string_equal(c->stalled_path, "/etc/enroot/enroot.conf");
+        /* no second read piles up behind it */
+        assert_int_equal(atomic_load(&fake.calls), 2);
+        atomic_store(&fake.hold, false);
+        release();
+        run_until(c, 3, WAIT_USEC);
+        assert_int_equal(c->last_event, RUNNING_WORKER_RECOVERED);
+        assert_int_equal(atomic_load(&fake.calls), 2);
+        (void) close(f.fd);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_read_in_time, setup, teardown),
@@ -320,6 +488,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_stall_outside_the_files, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_free_while_stuck, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_thread_blocks_signals, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_early_read, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_early_read_not_for_others, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_early_read_under_way, setup, teardown),
         };
 
         log_set_max_level(LOG_WARNING);
