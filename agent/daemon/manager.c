@@ -599,18 +599,28 @@ static int on_process_retry(sd_event_source *s, uint64_t usec, void *userdata) {
 
 /* The reader follows kubelet's flips in the directory the watcher watches
  * (running_worker_follow_flips()): at start, and when the watcher found it
- * replaced. Without it the reader only reads when asked. */
+ * replaced; not while the watcher polls (its calls name no flip). Without
+ * it the reader only reads when asked. --target-process reads never begin
+ * early: a read whose view is dropped would still have said its warnings
+ * about the process (running.h's memo). */
 static void follow_flips(Manager *m) {
+        const char *dir = m->options->desired_dir;
         int r;
 
-        if (watcher_active_mode(m->watcher) != WATCH_INOTIFY)
+        if (m->options->target_process)
                 return;
-        r = running_worker_follow_flips(m->reader, m->options->desired_dir);
+        if (watcher_active_mode(m->watcher) != WATCH_INOTIFY) {
+                (void) running_worker_follow_flips(m->reader, NULL);
+                return;
+        }
+        r = running_worker_follow_flips(m->reader, dir);
         if (r < 0)
                 log_debug_errno(r,
                                 "The reader cannot follow kubelet's flips in \"%s\" (%m): it "
                                 "reads when a look asks.",
-                                m->options->desired_dir);
+                                dir);
+        else
+                log_debug("The reader follows kubelet's flips in \"%s\": it reads on each.", dir);
 }
 
 static void on_watch(Watcher *w, WatchReason reason, void *userdata) {
@@ -649,6 +659,7 @@ static int on_resync(sd_event_source *s, uint64_t usec, void *userdata) {
                             "polling every %llu s from now on.",
                             strnull(watcher_fallback_reason(m->watcher)),
                             (unsigned long long) (m->options->poll_usec / 1000000u));
+                follow_flips(m);
                 break;
         case WATCH_VERIFY_MISSED:
                 log_warning("The ConfigMap directory changed without an inotify event; "

@@ -19,11 +19,12 @@
  *
  * Early reads (running_worker_follow_flips()): the thread has an inotify
  * instance of its own on the ConfigMap directory and waits on it beside its
- * wake-up eventfd. The kernel gives every rename one cookie, the same in
- * every inotify instance, and counts them up across the whole system: the
- * thread's read of the running files that began after it saw kubelet's
- * flip with cookie C (or a later one) is a read made after that flip, which
- * is all that the look the loop's watcher makes for it needs.
+ * wake-up eventfd. The kernel gives a rename one cookie, the same in every
+ * inotify instance that sees it, and no two renames the same one (inotify(7)
+ * promises that much; that the kernel counts them up is not relied on): the
+ * thread's read of the running files tagged with cookie C began after the
+ * thread saw the flip with cookie C, which is all that the look the loop's
+ * watcher makes for that flip needs.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -47,24 +48,21 @@ static atomic_uint left_behind;
 
 /* What a read was, or what the loop waits for. */
 typedef struct RunningRead {
-        uint64_t started_usec; /* CLOCK_MONOTONIC: began (the loop: asked for) then */
+        uint64_t seq;          /* reads are numbered as they begin (the loop: the next one's) */
+        uint64_t started_usec; /* CLOCK_MONOTONIC: when it began */
         bool early;            /* begun by the thread on a flip */
         uint32_t cookie;       /* early: the last flip's cookie the thread had seen */
         pid_t last_pid;        /* running_read()'s argument */
 } RunningRead;
 
-/* The kernel's rename cookies count up, and wrap: a is b or later. */
-static bool cookie_not_before(uint32_t a, uint32_t b) {
-        return (int32_t) (a - b) >= 0;
-}
-
 /* The read r serves the loop that waits for want: it began after the loop
- * asked, or (a look for a flip) it is an early read after that flip for the
- * same process. */
+ * asked (numbered under the lock, so exactly), or (a look for a flip) it is
+ * an early read begun after that very flip (the last the thread had seen),
+ * for the same process. */
 static bool want_serves(const RunningRead *want, const RunningRead *r) {
-        if (r->started_usec >= want->started_usec)
+        if (r->seq >= want->seq)
                 return true;
-        return want->early && r->early && cookie_not_before(r->cookie, want->cookie) &&
+        return want->early && r->early && r->cookie == want->cookie &&
                r->last_pid == want->last_pid;
 }
 
@@ -96,6 +94,7 @@ struct RunningWorker {
         bool early_allowed;        /* running_worker_allow() was called */
         uint64_t early_not_before; /* CLOCK_MONOTONIC: no early read before */
         pid_t last_pid;            /* the next read's argument */
+        uint64_t next_seq;         /* the number the next read to begin gets */
         RunningRead current;       /* the read under way, while in_read */
         bool have_result;          /* an ended read the loop has not taken */
         RunningRead result;        /* which read that was */
@@ -108,7 +107,11 @@ struct RunningWorker {
         void *userdata;
         bool busy, stalled;
         RunningRead want; /* busy: the read that serves (want_serves()) */
-        uint64_t started_usec;
+        bool adopted;     /* an ended early read taken for the look: delivered next */
+        RunningRead adopted_read;
+        RunningView *adopted_view;
+        int adopted_error;
+        uint64_t started_usec; /* the read that serves began then, or (not begun) was asked for */
         uint64_t deadline_usec;
 };
 
@@ -116,6 +119,7 @@ struct RunningWorker {
  * sources, released by running_worker_free() before). */
 static void worker_destroy(RunningWorker *w) {
         running_view_free(w->view);
+        running_view_free(w->adopted_view);
         for (size_t i = 0; w->paths && i < w->cfg.n_paths; i++)
                 free(w->paths[i]);
         free(w->paths);
@@ -228,6 +232,7 @@ static void *worker_main(void *arg) {
                                 .early = true, .cookie = cookie, .last_pid = w->last_pid};
                 else
                         continue;
+                read.seq = w->next_seq++;
                 read.started_usec = now_usec(CLOCK_MONOTONIC);
                 w->current = read;
                 w->in_read = true;
@@ -275,6 +280,17 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* Under lock, the loop waiting for a read that has not ended: when the
+ * thread has neither it nor a request under way (a result that did not
+ * serve was all there was), it is asked for one, so that the wait ends. */
+static void ensure_request(RunningWorker *w) {
+        if (w->in_read || w->requested || w->quit)
+                return;
+        w->requested = true;
+        w->last_pid = w->want.last_pid;
+        (void) eventfd_write(w->wake_fd, 1);
+}
+
 static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         RunningWorker *w = userdata;
         _cleanup_(running_view_freep) RunningView *view = NULL;
@@ -285,26 +301,34 @@ static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata
 
         if (eventfd_read(fd, &n) < 0)
                 return 0; /* EAGAIN: nothing ended */
+        if (!w->busy)
+                return 0; /* an early read nobody asked for yet stays for a look */
 
         (void) pthread_mutex_lock(&w->lock);
-        /* An early read nobody asked for yet stays for a look to come; a
-         * read that does not serve the look waiting (begun before it
-         * asked) is followed by one that does. A stalled read's end is its
-         * end, whatever it was. */
-        if (!w->have_result || !w->busy || (!w->stalled && !want_serves(&w->want, &w->result))) {
+        if (w->adopted) {
+                /* running_worker_start_after_flip() took it from the thread */
+                w->adopted = false;
+                view = TAKE_PTR(w->adopted_view);
+                error = w->adopted_error;
+                read = w->adopted_read;
+        } else if (w->have_result && (w->stalled || want_serves(&w->want, &w->result))) {
+                /* A stalled read's end is its end, whatever it was. */
+                view = TAKE_PTR(w->view);
+                error = w->error;
+                read = w->result;
+                w->have_result = false;
+        } else {
+                /* begun before the loop asked: the read that serves follows */
+                ensure_request(w);
                 (void) pthread_mutex_unlock(&w->lock);
                 return 0;
         }
-        view = TAKE_PTR(w->view);
-        error = w->error;
-        read = w->result;
-        w->have_result = false;
         w->owner_waits = false;
+        /* no early read until the owner says when (running_worker_allow()) */
+        w->early_not_before = UINT64_MAX;
         (void) pthread_mutex_unlock(&w->lock);
 
         (void) sd_event_source_set_enabled(w->deadline_source, SD_EVENT_OFF);
-        res.early = read.early;
-        res.read_started_usec = read.started_usec;
         res.elapsed_usec = now_usec(CLOCK_MONOTONIC) - w->started_usec;
         w->busy = false;
         if (w->stalled) {
@@ -314,6 +338,8 @@ static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata
                 res.event = RUNNING_WORKER_DONE;
                 res.view = TAKE_PTR(view);
                 res.error = error;
+                res.early = read.early;
+                res.read_started_usec = read.started_usec;
         }
         w->handler(w, &res, w->userdata);
         running_view_free(res.view);
@@ -453,9 +479,7 @@ RunningWorker *running_worker_free(RunningWorker *w) {
 }
 
 static int start(RunningWorker *w, pid_t last_pid, bool after_flip, uint32_t cookie) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-        RunningRead want = {
-                .started_usec = now, .early = after_flip, .cookie = cookie, .last_pid = last_pid};
+        uint64_t now = now_usec(CLOCK_MONOTONIC), began = now;
         int r;
 
         if (w->busy)
@@ -467,21 +491,35 @@ static int start(RunningWorker *w, pid_t last_pid, bool after_flip, uint32_t coo
                 return r;
 
         (void) pthread_mutex_lock(&w->lock);
-        w->want = want;
+        w->want = (RunningRead){
+                .seq = w->next_seq, .early = after_flip, .cookie = cookie, .last_pid = last_pid};
         w->owner_waits = true;
-        if (w->have_result && want_serves(&want, &w->result))
-                /* an early read that ended: on_event() takes it */
+        if (w->have_result && want_serves(&w->want, &w->result)) {
+                /* An early read that ended: taken now, so that a later one
+                 * cannot replace it before on_event() delivers it. */
+                w->adopted = true;
+                w->adopted_view = TAKE_PTR(w->view);
+                w->adopted_error = w->error;
+                w->adopted_read = w->result;
+                w->have_result = false;
                 (void) eventfd_write(w->event_fd, 1);
-        else if (!(w->in_read && want_serves(&want, &w->current))) {
+        } else if (w->in_read && want_serves(&w->want, &w->current))
+                /* under way: its deadline counts from its start */
+                began = w->current.started_usec;
+        else {
                 w->requested = true;
                 w->last_pid = last_pid;
                 (void) eventfd_write(w->wake_fd, 1);
         }
         (void) pthread_mutex_unlock(&w->lock);
 
+        if (began < now)
+                (void) sd_event_source_set_time_relative(
+                        w->deadline_source,
+                        now - began < w->deadline_usec ? w->deadline_usec - (now - began) : 0);
         w->busy = true;
         w->stalled = false;
-        w->started_usec = now;
+        w->started_usec = began;
         return 0;
 }
 
@@ -494,9 +532,19 @@ int running_worker_start_after_flip(RunningWorker *w, pid_t last_pid, uint32_t c
 }
 
 int running_worker_follow_flips(RunningWorker *w, const char *dir) {
-        int r = 0;
+        int old_wd, r = 0;
 
+        if (dir && w->cfg.target_process)
+                return -EOPNOTSUPP;
         (void) pthread_mutex_lock(&w->lock);
+        old_wd = w->flip_wd;
+        w->flip_wd = -1;
+        if (!dir) {
+                if (old_wd >= 0)
+                        (void) inotify_rm_watch(w->flip_fd, old_wd);
+                (void) pthread_mutex_unlock(&w->lock);
+                return 0;
+        }
         if (w->flip_fd < 0) {
                 /* set up before the thread polls it: created here, under the
                  * lock the thread takes before it looks at flip_fd */
@@ -509,6 +557,9 @@ int running_worker_follow_flips(RunningWorker *w, const char *dir) {
                 if (w->flip_wd < 0)
                         r = negative_errno();
         }
+        /* the directory replaced: the old one's watch goes */
+        if (old_wd >= 0 && old_wd != w->flip_wd)
+                (void) inotify_rm_watch(w->flip_fd, old_wd);
         /* the thread's poll() takes the new descriptor on its next turn */
         (void) eventfd_write(w->wake_fd, 1);
         (void) pthread_mutex_unlock(&w->lock);
@@ -519,8 +570,7 @@ void running_worker_allow(RunningWorker *w, uint64_t not_before_usec, pid_t last
         (void) pthread_mutex_lock(&w->lock);
         w->early_allowed = true;
         w->early_not_before = not_before_usec;
-        if (!w->requested && !w->in_read)
-                w->last_pid = last_pid;
+        w->last_pid = last_pid;
         (void) pthread_mutex_unlock(&w->lock);
 }
 

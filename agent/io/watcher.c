@@ -100,6 +100,8 @@ struct Watcher {
         bool flipped;         /* ..data was renamed in this burst: the handler runs at once */
         bool live;            /* the burst holds an event that can change what a read sees */
         uint32_t flip_cookie; /* inotify's cookie of the last flip read */
+        bool flip_then_live;  /* in this burst, an event that can change what a read
+                               * sees came after the last flip */
         bool in_flip_call;    /* the handler runs for a burst with a flip (watcher_call_flip()) */
         uint64_t burst_start_usec;
         uint64_t flip_usec;
@@ -377,10 +379,11 @@ static void defer_signature(Watcher *w) {
 static int on_settle(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *userdata) {
         Watcher *w = userdata;
         WatchReason reason = w->pending_reason;
-        bool flipped = w->flipped, live = w->live;
+        bool flipped = w->flipped, live = w->live, flip_last = !w->flip_then_live;
 
         w->pending = false;
         w->flipped = false;
+        w->flip_then_live = false;
         w->live = false;
 
         if (flipped) {
@@ -407,7 +410,9 @@ static int on_settle(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *
         }
         log_debug("Directory \"%s\" changed (%s): looking again.", w->path,
                   watch_reason_to_string(reason));
-        w->in_flip_call = flipped;
+        /* The flip was the last thing that changed what a read sees: a read
+         * begun after it serves the call (watcher_call_flip()). */
+        w->in_flip_call = flipped && reason == WATCH_REASON_INOTIFY && flip_last;
         w->handler(w, reason, w->userdata);
         w->in_flip_call = false;
         return 0;
@@ -668,6 +673,7 @@ static bool event_is_inert(const Watcher *w, const struct inotify_event *ev) {
  * number of events that concern us, or -errno. */
 static int drain_inotify(Watcher *w) {
         bool lost = false, overflow = false, flipped = false, live = false;
+        bool after_flip = w->flipped; /* this burst flipped before this drain */
         unsigned reads = 0;
         int n_events = 0, r;
 
@@ -707,9 +713,17 @@ static int drain_inotify(Watcher *w) {
                                 live = true;
                         if ((ev->mask & IN_MOVED_TO) && ev->len > 0 &&
                             streq(ev->name, VOLUME_DATA_LINK)) {
-                                flipped = true;
+                                flipped = after_flip = true;
                                 w->flip_cookie = ev->cookie;
-                        }
+                                w->flip_then_live = false;
+                        } else if (after_flip && !event_is_inert(w, ev) &&
+                                   !(ev->len > 0 && startswith(ev->name, VOLUME_RESERVED_PREFIX) &&
+                                     !streq(ev->name, VOLUME_DATA_LINK)))
+                                /* After a flip, kubelet's versions and
+                                 * ..data_tmp change nothing a read through
+                                 * ..data sees (kubelet never names a new
+                                 * version as an old one); anything else might. */
+                                w->flip_then_live = true;
                 }
         }
 

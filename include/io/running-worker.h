@@ -5,8 +5,8 @@
  * whose server went away) cannot stop the event loop: only the worker thread
  * waits.
  *
- * One read at a time: running_worker_start() refuses (-EBUSY) while one is
- * outstanding, so reads stuck on a hung file system never pile up. A read
+ * One read at a time: running_worker_start() refuses (-EBUSY) while the
+ * owner waits for one, so reads stuck on a hung file system never pile up. A read
  * that has not returned RUNNING_READ_DEADLINE_SEC (evaluate.h) after it
  * started is reported as STALLED, naming the path it waits for (NULL when it
  * waits elsewhere, on procfs say). It stays outstanding until the file system
@@ -53,7 +53,8 @@ typedef struct RunningWorkerResult {
         int error;                  /* DONE: running_read()'s error (-ENOMEM, -EINVAL), else 0 */
         size_t stalled_index;       /* STALLED: index of the path being opened or read, or
                                * SIZE_MAX when the read waits outside the files */
-        uint64_t elapsed_usec;      /* how long the read took (STALLED: so far) */
+        uint64_t elapsed_usec;      /* from the read's start (if it had begun when asked
+                                * for), else from the request, to now */
         bool early;                 /* DONE: the thread began it on kubelet's flip, before
                                 * running_worker_start_after_flip() asked */
         uint64_t read_started_usec; /* DONE: CLOCK_MONOTONIC, when the read began */
@@ -84,8 +85,11 @@ int running_worker_start(RunningWorker *w, pid_t last_pid);
  * no read, without waiting for the owner's loop to wake and ask: the look
  * the flip brings then finds its read under way or done
  * (running_worker_start_after_flip()). Called again (the directory was
- * replaced), it watches the new one. Returns 0 or -errno (early reads are
- * then off; nothing else changes). */
+ * replaced), it watches the new one; with NULL, it stops. Returns 0,
+ * -EOPNOTSUPP with a target process (RunningConfig.target_process: a
+ * dropped read would still have said its once-only warnings), or the -errno
+ * of inotify (early reads are then off; nothing else changes). A thread's
+ * read that nobody asked for is not reported stalled until a look asks. */
 int running_worker_follow_flips(RunningWorker *w, const char *dir);
 /* Lets the thread begin early reads from not_before_usec (CLOCK_MONOTONIC)
  * on, for the process last_pid (running_read()'s argument): the owner's
@@ -93,10 +97,10 @@ int running_worker_follow_flips(RunningWorker *w, const char *dir);
 void running_worker_allow(RunningWorker *w, uint64_t not_before_usec, pid_t last_pid);
 /* running_worker_start() for a look that only kubelet's flips asked for,
  * the last of them the rename with this inotify cookie: an early read the
- * thread began after that flip, or a later one, for last_pid, serves it,
- * whether it is under way or done. The kernel gives a rename the same cookie
- * in every inotify instance and counts them up, so such a read began after
- * the flip. Otherwise a read starts, as running_worker_start(). */
+ * thread began right after it saw that flip (the last one it had seen), for
+ * last_pid, serves it, whether it is under way or done. The kernel gives a
+ * rename one cookie in every inotify instance, and no two renames the same.
+ * Otherwise a read starts, as running_worker_start(). */
 int running_worker_start_after_flip(RunningWorker *w, pid_t last_pid, uint32_t cookie);
 
 /* A read is outstanding. */

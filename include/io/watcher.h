@@ -115,11 +115,14 @@ WatchMode watcher_active_mode(const Watcher *w);
  * next call into the watcher. */
 const char *watcher_fallback_reason(const Watcher *w);
 
-/* From the handler: true when this call is for a burst of events that
- * holds kubelet's flip (the rename of "..data" into the directory), with
- * *ret_cookie the inotify cookie of the last such rename read. False from
- * any other call (a burst without a flip, a lost directory, polling, an
- * overflow), and outside the handler. */
+/* From the handler: true when this call is for a burst of inotify events
+ * that holds kubelet's flip (the rename of "..data" into the directory) and
+ * nothing after the last flip that could change what a read sees (kubelet's
+ * version directories and ..data_tmp cannot, once ..data names another), with
+ * *ret_cookie the inotify cookie of that rename: a read begun after it sees
+ * all the burst. False from any other call (a burst without a flip, or with
+ * a change after it, a lost directory, polling, an overflow), and outside
+ * the handler. */
 bool watcher_call_flip(const Watcher *w, uint32_t *ret_cookie);
 
 /* The path being watched (borrowed). */

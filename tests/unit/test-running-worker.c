@@ -42,7 +42,8 @@ static struct {
         atomic_bool hold;      /* the next read waits on the gate */
         atomic_size_t hold_at; /* the file index it says it is at while it waits */
         atomic_uint calls;
-        int gate[2]; /* a byte written to gate[1] lets one held read go */
+        atomic_uint ended; /* reads that returned */
+        int gate[2];       /* a byte written to gate[1] lets one held read go */
         /* the reading thread's signal mask, as it saw it last */
         sigset_t mask;
         atomic_bool have_mask;
@@ -60,7 +61,12 @@ int __wrap_running_read(const RunningConfig *cfg, pid_t last_pid, RunningView **
                 while (read(fake.gate[0], &c, 1) < 0)
                         ;
         }
-        return __real_running_read(cfg, last_pid, ret);
+        {
+                int r = __real_running_read(cfg, last_pid, ret);
+
+                atomic_fetch_add(&fake.ended, 1);
+                return r;
+        }
 }
 
 typedef struct Ctx {
@@ -129,6 +135,7 @@ static int setup(void **state) {
         assert_int_equal(pipe2(fake.gate, O_CLOEXEC), 0);
         atomic_store(&fake.hold, false);
         atomic_store(&fake.calls, 0);
+        atomic_store(&fake.ended, 0);
         atomic_store(&fake.have_mask, false);
 
         assert_return_code(sd_event_new(&c->event), 0);
@@ -355,37 +362,34 @@ static uint32_t flip(Flips *f) {
         return ev->cookie;
 }
 
-/* Waits (without turning the loop) until the wrapped running_read() was
- * called `calls` times in all. */
-static void await_reads(unsigned calls) {
+/* Waits (without turning the loop) until the wrapped running_read()
+ * returned `ended` times in all (begun: `began` times). */
+static void await_reads(atomic_uint *counter, unsigned want, const char *what) {
         uint64_t end = now_usec(CLOCK_MONOTONIC) + WAIT_USEC;
 
-        while (atomic_load(&fake.calls) < calls && now_usec(CLOCK_MONOTONIC) < end)
+        while (atomic_load(counter) < want && now_usec(CLOCK_MONOTONIC) < end)
                 (void) usleep(1000);
-        if (atomic_load(&fake.calls) < calls)
-                fail_msg("%u read(s), not %u, after %u s", atomic_load(&fake.calls), calls,
+        if (atomic_load(counter) < want)
+                fail_msg("%u read(s) %s, not %u, after %u s", atomic_load(counter), what, want,
                          WAIT_USEC / 1000000u);
 }
+#define await_ended(n) await_reads(&fake.ended, (n), "ended")
+#define await_began(n) await_reads(&fake.calls, (n), "began")
 
 /* A flip: the thread reads at once, unasked; the look the flip brings takes
- * that read, and no other. */
+ * that read, and no other; a look something else asked for reads afresh. */
 static void test_early_read(void **state) {
         Ctx *c = *state;
-        Flips f;
         uint32_t cookie;
+        Flips f;
 
         flips_init(c, &f);
         assert_int_equal(running_worker_follow_flips(c->worker, f.dir), 0);
-        /* before the owner allows it, a flip reads nothing */
-        cookie = flip(&f);
-        (void) usleep(200 * 1000);
-        assert_int_equal(atomic_load(&fake.calls), 0);
-
         running_worker_allow(c->worker, 0, 0);
         cookie = flip(&f);
-        await_reads(1);
+        await_ended(1);
         assert_int_equal(c->calls, 0);           /* nobody asked: nothing reaches the handler */
-        write_conf(c, "ENROOT_MOUNT_HOME=no\n"); /* after the early read: not seen */
+        write_conf(c, "ENROOT_MOUNT_HOME=no\n"); /* after the early read: not in it */
         assert_int_equal(running_worker_start_after_flip(c->worker, 0, cookie), 0);
         assert_true(running_worker_busy(c->worker));
         run_until(c, 1, WAIT_USEC);
@@ -395,7 +399,6 @@ static void test_early_read(void **state) {
         assert_int_equal(atomic_load(&fake.calls), 1);
         assert_false(running_worker_busy(c->worker));
 
-        /* a look something else asked for reads afresh */
         assert_int_equal(running_worker_start(c->worker, 0), 0);
         run_until(c, 2, WAIT_USEC);
         assert_false(c->early);
@@ -404,25 +407,43 @@ static void test_early_read(void **state) {
         (void) close(f.fd);
 }
 
-/* An early read serves only a look for its flip or an earlier one, and for
- * the same process: otherwise a read starts. */
+/* Until the owner allows it, a flip begins no read. (This can only pass
+ * falsely, on a machine too slow to read in 200 ms.) */
+static void test_no_early_read_unallowed(void **state) {
+        Ctx *c = *state;
+        Flips f;
+
+        flips_init(c, &f);
+        assert_int_equal(running_worker_follow_flips(c->worker, f.dir), 0);
+        (void) flip(&f);
+        (void) usleep(200 * 1000);
+        assert_int_equal(atomic_load(&fake.calls), 0);
+        /* nor after it stopped following */
+        running_worker_allow(c->worker, 0, 0);
+        assert_int_equal(running_worker_follow_flips(c->worker, NULL), 0);
+        (void) flip(&f);
+        (void) usleep(200 * 1000);
+        assert_int_equal(atomic_load(&fake.calls), 0);
+        (void) close(f.fd);
+}
+
+/* An early read serves only a look for its own flip, for the
+ * same process, and never a look that something else asked for. */
 static void test_early_read_not_for_others(void **state) {
         Ctx *c = *state;
-        uint32_t first, second;
+        uint32_t cookie;
         Flips f;
 
         flips_init(c, &f);
         assert_int_equal(running_worker_follow_flips(c->worker, f.dir), 0);
         running_worker_allow(c->worker, 0, 0);
-        first = flip(&f);
-        await_reads(1);
+        (void) flip(&f);
+        await_ended(1);
 
         /* a later flip the thread may not read on (the owner's pace) */
         running_worker_allow(c->worker, now_usec(CLOCK_MONOTONIC) + 3600u * 1000000u, 0);
-        second = flip(&f);
-        (void) usleep(100 * 1000);
-        assert_int_equal(atomic_load(&fake.calls), 1);
-        assert_int_equal(running_worker_start_after_flip(c->worker, 0, second), 0);
+        cookie = flip(&f);
+        assert_int_equal(running_worker_start_after_flip(c->worker, 0, cookie), 0);
         run_until(c, 1, WAIT_USEC);
         assert_int_equal(c->last_event, RUNNING_WORKER_DONE);
         assert_false(c->early);
@@ -430,12 +451,21 @@ static void test_early_read_not_for_others(void **state) {
 
         /* another process than the early read's */
         running_worker_allow(c->worker, 0, 0);
-        first = flip(&f);
-        await_reads(3);
-        assert_int_equal(running_worker_start_after_flip(c->worker, 1, first), 0);
+        cookie = flip(&f);
+        await_ended(3);
+        assert_int_equal(running_worker_start_after_flip(c->worker, 1, cookie), 0);
         run_until(c, 2, WAIT_USEC);
         assert_false(c->early);
         assert_int_equal(atomic_load(&fake.calls), 4);
+
+        /* a plain look, with an early read for the last flip waiting */
+        running_worker_allow(c->worker, 0, 0);
+        (void) flip(&f);
+        await_ended(5);
+        assert_int_equal(running_worker_start(c->worker, 0), 0);
+        run_until(c, 3, WAIT_USEC);
+        assert_false(c->early);
+        assert_int_equal(atomic_load(&fake.calls), 6);
         (void) close(f.fd);
 }
 
@@ -452,7 +482,7 @@ static void test_early_read_under_way(void **state) {
         atomic_store(&fake.hold_at, SIZE_MAX);
         atomic_store(&fake.hold, true);
         cookie = flip(&f);
-        await_reads(1);
+        await_began(1);
         assert_int_equal(running_worker_start_after_flip(c->worker, 0, cookie), 0);
         atomic_store(&fake.hold, false);
         release();
@@ -465,7 +495,7 @@ static void test_early_read_under_way(void **state) {
         atomic_store(&fake.hold_at, 0);
         atomic_store(&fake.hold, true);
         cookie = flip(&f);
-        await_reads(2);
+        await_began(2);
         assert_int_equal(running_worker_start_after_flip(c->worker, 0, cookie), 0);
         run_until(c, 2, WAIT_USEC);
         assert_int_equal(c->last_event, RUNNING_WORKER_STALLED);
@@ -480,6 +510,39 @@ static void test_early_read_under_way(void **state) {
         (void) close(f.fd);
 }
 
+/* An ended early read taken for a look is the one delivered, even when a
+ * later early read (for another process, so serving nobody) ends before the
+ * loop turns. */
+static void test_early_read_taken_stays(void **state) {
+        Ctx *c = *state;
+        uint32_t first;
+        Flips f;
+
+        flips_init(c, &f);
+        assert_int_equal(running_worker_follow_flips(c->worker, f.dir), 0);
+        running_worker_allow(c->worker, 0, 1);
+        first = flip(&f);
+        await_ended(1);
+        write_conf(c, "ENROOT_MOUNT_HOME=no\n");
+        running_worker_allow(c->worker, 0, 2);
+        atomic_store(&fake.hold_at, SIZE_MAX);
+        atomic_store(&fake.hold, true);
+        (void) flip(&f);
+        await_began(2);
+        assert_int_equal(running_worker_start_after_flip(c->worker, 1, first), 0);
+        atomic_store(&fake.hold, false);
+        release();
+        await_ended(2);
+        run_until(c, 1, WAIT_USEC);
+        assert_int_equal(c->last_event, RUNNING_WORKER_DONE);
+        assert_true(c->early);
+        assert_string_equal(c->view->files[0].content, "ENROOT_MOUNT_HOME=yes\n");
+        /* and nothing else comes */
+        run_until(c, 2, 3 * DEADLINE_USEC);
+        assert_int_equal(c->calls, 1);
+        (void) close(f.fd);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_read_in_time, setup, teardown),
@@ -489,8 +552,10 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_free_while_stuck, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_thread_blocks_signals, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_early_read, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_no_early_read_unallowed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_early_read_not_for_others, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_early_read_under_way, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_early_read_taken_stays, setup, teardown),
         };
 
         log_set_max_level(LOG_WARNING);

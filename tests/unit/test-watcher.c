@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mount.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <cmocka.h>
@@ -68,6 +69,8 @@ typedef struct Ctx {
                                              * with a file's ctime, nothing else */
         /* the loop's CLOCK_MONOTONIC time of each call (sd_event_now()), the first ones */
         uint64_t call_loop_usec[MAX_TIMED_CALLS];
+        bool flip_call; /* the last call: watcher_call_flip() */
+        uint32_t flip_cookie;
 } Ctx;
 
 static char top[] = "/tmp/test-watcher.XXXXXX";
@@ -96,6 +99,7 @@ static void on_change(Watcher *w, WatchReason reason, void *userdata) {
         char *old = c->version;
 
         c->calls++;
+        c->flip_call = watcher_call_flip(w, &c->flip_cookie);
         if (reason >= 0 && reason < _WATCH_REASON_MAX)
                 c->by_reason[reason]++;
         c->last_reason = reason;
@@ -603,6 +607,56 @@ static uint64_t ctime_usec(const char *path) {
  * flips, beside inotifywait), not bounded here: a bound on a loaded machine
  * says more about the machine. test_flip_not_postponed() checks, without a
  * clock, that no settle time is waited for. */
+/* watcher_call_flip(): a call for kubelet's flip names the rename's cookie
+ * (as another inotify instance sees it) when nothing after the flip could
+ * change a read: removing the old version does not; a new key's link, made
+ * after the flip, does. Every step of each update is queued before the loop
+ * turns, so one read of inotify takes the whole update. */
+static void test_flip_call(void **state) {
+        static const char *const conf_key[] = {K_CONF};
+        static const char *const new_key[] = {K_CONF, "new-key"};
+        _cleanup_close_ int at = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int peer = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        _cleanup_free_ char *v1 = NULL;
+        uint32_t cookie = 0;
+        unsigned calls;
+        ssize_t n;
+
+        assert_true(at >= 0 && peer >= 0);
+        start_watcher(WATCH_INOTIFY);
+        SETTLE(event);
+        v1 = current_version();
+        assert_non_null(v1);
+        assert_false(ctx.flip_call); /* no call yet, or not for a flip */
+        assert_true(inotify_add_watch(peer, dir, IN_MOVED_TO) >= 0);
+
+        calls = ctx.calls;
+        assert_int_equal(
+                fast_write(at, "..2030_01_01_00_00_00.000000001", conf_key, 1, "A=1\n", v1), 0);
+        n = read(peer, buf, sizeof buf);
+        assert_true(n >= (ssize_t) sizeof(struct inotify_event));
+        cookie = ((const struct inotify_event *) buf)->cookie;
+        assert_true(sd_event_run(event, 0) >= 0);
+        assert_int_equal(ctx.calls, calls + 1);
+        if (!ctx.flip_call)
+                fail_msg("a flip and the old version's removal: not a call for the flip");
+        assert_int_equal(ctx.flip_cookie, cookie);
+        SETTLE(event);
+
+        /* a key the volume did not have: its link comes after the flip */
+        calls = ctx.calls;
+        assert_int_equal(fast_write(at, "..2030_01_01_00_00_00.000000002", new_key, 2, "A=2\n",
+                                    "..2030_01_01_00_00_00.000000001"),
+                         0);
+        assert_true(sd_event_run(event, 0) >= 0);
+        assert_int_equal(ctx.calls, calls + 1);
+        if (ctx.flip_call)
+                fail_msg("a new key's link after the flip: still a call for the flip alone");
+        SETTLE(event);
+        assert_false(ctx.flip_call);
+}
+
 static void test_latency(void **state) {
         const char *args[] = {"--trace",          "--pause-after",  "rename", "60",
                               K_CONF "=" V2_CONF, K_ENV "=" V1_ENV, NULL};
@@ -1448,6 +1502,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_rapid_updates, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rapid_updates_kubelet_speed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_flip_after_flip, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_flip_call, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_latency, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_flip_not_postponed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_idle_no_wakeups, setup, teardown),
