@@ -76,8 +76,8 @@ struct Manager {
         char *desired_version;       /* from the last read of the ConfigMap directory */
         uint64_t desired_since_usec; /* when kubelet made it current */
         /* The ConfigMap directory as read for the look under way (read
-         * while the reader reads the running side), until it is judged. */
-        bool desired_read;
+         * while the reader reads the running side), until it is judged:
+         * the snapshot, or the error; neither when it was not read. */
         VolumeSnapshot *desired;
         int desired_error;
         bool desired_warned; /* its error was logged; until a read succeeds */
@@ -280,7 +280,6 @@ static int remember_desired(Manager *m, const VolumeSnapshot *snap) {
 static void drop_desired(Manager *m) {
         m->desired = volume_snapshot_free(m->desired);
         m->desired_error = 0;
-        m->desired_read = false;
 }
 
 /* Reads the desired side of a look: the ConfigMap directory, opened by path
@@ -307,7 +306,6 @@ static int read_desired(Manager *m) {
                                   "Cannot read the ConfigMap directory \"%s\": %s", o->desired_dir,
                                   volume_error_to_string(m->desired_error));
         m->desired_warned = m->desired_error < 0;
-        m->desired_read = true;
         return 0;
 }
 
@@ -350,7 +348,7 @@ static int evaluate_view(Manager *m, RunningView *view, bool stalled) {
         uint64_t now = now_usec(CLOCK_REALTIME);
         int dir_error, r;
 
-        if (!m->desired_read && read_desired(m) < 0)
+        if (!m->desired && m->desired_error == 0 && read_desired(m) < 0)
                 return log_oom();
         snap = TAKE_PTR(m->desired);
         dir_error = m->desired_error;
@@ -529,10 +527,20 @@ static int look(Manager *m, EvalTrigger trigger) {
         return 0;
 }
 
-static int manager_evaluate(Manager *m, EvalTrigger trigger) {
+/* Asks for a look; flip_cookie: only kubelet's flip with that cookie asked
+ * (watcher_call_flip()), else NULL. */
+static int ask_look(Manager *m, EvalTrigger trigger, const uint32_t *flip_cookie) {
         m->evaluations[trigger]++;
-        m->other_asked = true;
+        if (flip_cookie) {
+                m->flip_asked = true;
+                m->flip_cookie = *flip_cookie;
+        } else
+                m->other_asked = true;
         return look(m, trigger);
+}
+
+static int manager_evaluate(Manager *m, EvalTrigger trigger) {
+        return ask_look(m, trigger, NULL);
 }
 
 static void on_running(RunningWorker *w, RunningWorkerResult *res, void *userdata) {
@@ -615,10 +623,14 @@ static void follow_flips(Manager *m) {
         }
         r = running_worker_follow_flips(m->reader, dir);
         if (r < 0)
-                log_debug_errno(r,
-                                "The reader cannot follow kubelet's flips in \"%s\" (%m): it "
-                                "reads when a look asks.",
-                                dir);
+                /* the agent still sees every change; each just costs one
+                 * wake-up more */
+                log_full_errno(LOG_NOTICE, r,
+                               "Cannot watch \"%s\" for kubelet's flips from the reader "
+                               "thread: %m. The running files are read when a look asks. "
+                               "Inotify instances and watches are bounded by "
+                               "fs.inotify.max_user_instances and max_user_watches.",
+                               dir);
         else
                 log_debug("The reader follows kubelet's flips in \"%s\": it reads on each.", dir);
 }
@@ -632,18 +644,13 @@ static void on_watch(Watcher *w, WatchReason reason, void *userdata) {
         };
         Manager *m = userdata;
         uint32_t cookie;
+        bool flip = watcher_call_flip(w, &cookie);
 
         if (reason == WATCH_REASON_RECREATED)
                 follow_flips(m);
-        if (reason == WATCH_REASON_INOTIFY && watcher_call_flip(w, &cookie)) {
-                m->evaluations[TRIGGER_INOTIFY]++;
-                m->flip_asked = true;
-                m->flip_cookie = cookie;
-                (void) look(m, TRIGGER_INOTIFY);
-                return;
-        }
-        (void) manager_evaluate(m, reason >= 0 && reason < _WATCH_REASON_MAX ? triggers[reason]
-                                                                             : TRIGGER_INOTIFY);
+        (void) ask_look(
+                m, reason >= 0 && reason < _WATCH_REASON_MAX ? triggers[reason] : TRIGGER_INOTIFY,
+                flip ? &cookie : NULL);
 }
 
 static int on_resync(sd_event_source *s, uint64_t usec, void *userdata) {

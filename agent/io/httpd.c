@@ -42,19 +42,22 @@
 
 typedef struct Conn Conn;
 
+/* A list of connections, oldest first. A connection is on one at most. */
+typedef struct ConnList {
+        Conn *head, *tail;
+} ConnList;
+
 /* One open connection, from libmicrohttpd's "started" notification to its
  * "closed" one (its socket context). */
 struct Conn {
         Httpd *httpd;
         struct MHD_Connection *connection;
         int fd;
-        bool counted;                /* counted in Httpd.others */
-        bool evicted;                /* shut down for a newcomer, counted in Httpd.evicting */
-        bool waiting;                /* in Httpd's waiting list */
-        bool held;                   /* suspended, in Httpd's held list */
-        uint64_t deadline_usec;      /* CLOCK_MONOTONIC: a complete request by then */
-        Conn *prev, *next;           /* the waiting list */
-        Conn *held_prev, *held_next; /* the held list */
+        bool counted;           /* counted in Httpd.others */
+        bool evicted;           /* shut down for a newcomer, counted in Httpd.evicting */
+        uint64_t deadline_usec; /* CLOCK_MONOTONIC: a complete request by then */
+        ConnList *list;         /* Httpd's waiting or held list, or NULL */
+        Conn *prev, *next;      /* on it */
 };
 
 struct Httpd {
@@ -77,9 +80,10 @@ struct Httpd {
         /* Connections without a complete request yet, earliest deadline
          * first: every deadline is "now" plus the same delay, so appending
          * keeps the order. */
-        Conn *waiting_head, *waiting_tail;
+        ConnList waiting;
         bool holding;         /* httpd_hold() */
-        Conn *held_head;      /* the scrapes it holds */
+        uint64_t hold_until;  /* CLOCK_MONOTONIC: its limit (armed once a scrape is held) */
+        ConnList held;        /* the scrapes it holds, suspended */
         MetricsCache metrics; /* the Report's part of /metrics */
         uint16_t port;
         char address[HTTPD_LISTEN_STRLEN];
@@ -125,6 +129,34 @@ char *httpd_error_message(int error, const HttpdListen *listen) {
  * answer when kept alive. libmicrohttpd's own timeout restarts at every byte,
  * so on its own a client trickling a byte a second keeps its slot for ever. */
 
+static void list_remove(Conn *conn) {
+        ConnList *l = conn->list;
+
+        if (!l)
+                return;
+        if (conn->prev)
+                conn->prev->next = conn->next;
+        else
+                l->head = conn->next;
+        if (conn->next)
+                conn->next->prev = conn->prev;
+        else
+                l->tail = conn->prev;
+        conn->prev = conn->next = NULL;
+        conn->list = NULL;
+}
+
+static void list_append(ConnList *l, Conn *conn) {
+        list_remove(conn);
+        conn->prev = l->tail;
+        if (l->tail)
+                l->tail->next = conn;
+        else
+                l->head = conn;
+        l->tail = conn;
+        conn->list = l;
+}
+
 /* Arms the timer for the first deadline of the waiting list. It is not moved
  * when that connection's request comes in while others still wait (that would
  * reprogram the kernel's timer at every request): it fires, finds a later
@@ -133,9 +165,9 @@ char *httpd_error_message(int error, const HttpdListen *listen) {
 static void arm_deadline(Httpd *h) {
         int r;
 
-        if (h->stopping || h->deadline_armed || !h->waiting_head)
+        if (h->stopping || h->deadline_armed || !h->waiting.head)
                 return;
-        r = sd_event_source_set_time(h->deadline, h->waiting_head->deadline_usec);
+        r = sd_event_source_set_time(h->deadline, h->waiting.head->deadline_usec);
         if (r >= 0)
                 r = sd_event_source_set_enabled(h->deadline, SD_EVENT_ONESHOT);
         if (r < 0) {
@@ -145,23 +177,14 @@ static void arm_deadline(Httpd *h) {
         h->deadline_armed = true;
 }
 
+/* Takes conn off whichever list it is on. */
 static void conn_unwait(Conn *conn) {
         Httpd *h = conn->httpd;
+        bool was_waiting = conn->list == &h->waiting;
 
-        if (!conn->waiting)
-                return;
-        if (conn->prev)
-                conn->prev->next = conn->next;
-        else
-                h->waiting_head = conn->next;
-        if (conn->next)
-                conn->next->prev = conn->prev;
-        else
-                h->waiting_tail = conn->prev;
-        conn->prev = conn->next = NULL;
-        conn->waiting = false;
+        list_remove(conn);
         /* Nothing left to wait for: the timer must not wake an idle agent. */
-        if (!h->waiting_head && h->deadline_armed && !h->stopping) {
+        if (was_waiting && !h->waiting.head && h->deadline_armed && !h->stopping) {
                 (void) sd_event_source_set_enabled(h->deadline, SD_EVENT_OFF);
                 h->deadline_armed = false;
         }
@@ -171,15 +194,8 @@ static void conn_unwait(Conn *conn) {
 static void conn_wait(Conn *conn) {
         Httpd *h = conn->httpd;
 
-        conn_unwait(conn);
         conn->deadline_usec = now_usec(CLOCK_MONOTONIC) + h->request_deadline_usec;
-        conn->prev = h->waiting_tail;
-        if (h->waiting_tail)
-                h->waiting_tail->next = conn;
-        else
-                h->waiting_head = conn;
-        h->waiting_tail = conn;
-        conn->waiting = true;
+        list_append(&h->waiting, conn);
         arm_deadline(h);
 }
 
@@ -195,31 +211,30 @@ static Conn *conn_of(struct MHD_Connection *c) {
  * the owner works out a new Report is suspended (libmicrohttpd neither reads
  * from it nor times it out) and answered when the hold ends. */
 
-static void conn_unlink_held(Conn *conn) {
+/* From the request's handler, the one place libmicrohttpd allows a suspend.
+ * The hold's limit is armed with its first scrape: a look that nobody
+ * scrapes during costs no timer. Returns false when the hold is over. */
+static bool conn_hold(Conn *conn) {
         Httpd *h = conn->httpd;
+        int r = 0;
 
-        if (!conn->held)
-                return;
-        if (conn->held_prev)
-                conn->held_prev->held_next = conn->held_next;
-        else
-                h->held_head = conn->held_next;
-        if (conn->held_next)
-                conn->held_next->held_prev = conn->held_prev;
-        conn->held_prev = conn->held_next = NULL;
-        conn->held = false;
-}
-
-/* From the request's handler: the one place libmicrohttpd allows a suspend. */
-static void conn_hold(Conn *conn) {
-        Httpd *h = conn->httpd;
-
+        if (now_usec(CLOCK_MONOTONIC) >= h->hold_until) {
+                h->holding = false;
+                return false;
+        }
+        if (!h->held.head) {
+                r = sd_event_source_set_time(h->hold_end, h->hold_until);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(h->hold_end, SD_EVENT_ONESHOT);
+        }
+        if (r < 0) {
+                /* a hold without its limit could last: answer at once instead */
+                log_debug_errno(r, "Cannot arm the HTTP hold timer: %m");
+                return false;
+        }
         MHD_suspend_connection(conn->connection);
-        conn->held_next = h->held_head;
-        if (h->held_head)
-                h->held_head->held_prev = conn;
-        h->held_head = conn;
-        conn->held = true;
+        list_append(&h->held, conn);
+        return true;
 }
 
 /* Ends the hold: every held request is resumed, and answered on
@@ -227,13 +242,13 @@ static void conn_hold(Conn *conn) {
  * mode libmicrohttpd has no eventfd of its own to wake the loop, and a
  * resumed connection makes its epoll descriptor no more readable. */
 static void release(Httpd *h) {
-        if (h->holding && !h->stopping)
+        if (h->held.head && !h->stopping)
                 (void) sd_event_source_set_enabled(h->hold_end, SD_EVENT_OFF);
         h->holding = false;
-        while (h->held_head) {
-                Conn *conn = h->held_head;
+        while (h->held.head) {
+                Conn *conn = h->held.head;
 
-                conn_unlink_held(conn);
+                list_remove(conn);
                 MHD_resume_connection(conn->connection);
         }
 }
@@ -421,10 +436,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (*req_cls == &answer_when_complete) {
                 if (*upload_data_size > 0)
                         return MHD_NO; /* a body after all: close */
-                if (h->holding && (conn = conn_of(c))) {
+                if (h->holding && (conn = conn_of(c)) && conn_hold(conn)) {
                         /* held once at most: resumed into the next hold, it is answered */
                         *req_cls = &answer_when_released;
-                        conn_hold(conn);
                         return MHD_YES;
                 }
                 return serve_metrics(h, c);
@@ -577,7 +591,7 @@ static void client_address(struct MHD_Connection *c, char buf[static INET6_ADDRS
 static bool evict_oldest_waiting(Httpd *h) {
         if (h->evicting >= HTTPD_MAX_EVICTING)
                 return false;
-        for (Conn *conn = h->waiting_head; conn; conn = conn->next) {
+        for (Conn *conn = h->waiting.head; conn; conn = conn->next) {
                 char a[INET6_ADDRSTRLEN];
 
                 if (!conn->counted || conn->fd < 0)
@@ -640,7 +654,6 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
                         if (conn->evicted && h->evicting > 0)
                                 h->evicting--;
                         conn_unwait(conn);
-                        conn_unlink_held(conn);
                         free(conn);
                 }
                 *socket_context = NULL;
@@ -666,8 +679,8 @@ static void expire_waiting(Httpd *h) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         bool any = false;
 
-        while (h->waiting_head && h->waiting_head->deadline_usec <= now) {
-                Conn *conn = h->waiting_head;
+        while (h->waiting.head && h->waiting.head->deadline_usec <= now) {
+                Conn *conn = h->waiting.head;
                 char a[INET6_ADDRSTRLEN];
 
                 client_address(conn->connection, a);
@@ -715,18 +728,9 @@ static int on_mhd_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 void httpd_hold(Httpd *h) {
-        int r;
-
         if (!h || h->stopping || h->holding)
                 return;
-        r = sd_event_source_set_time_relative(h->hold_end, h->hold_max_usec);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(h->hold_end, SD_EVENT_ONESHOT);
-        if (r < 0) {
-                /* a hold without its limit could last: answer at once instead */
-                log_debug_errno(r, "Cannot arm the HTTP hold timer: %m");
-                return;
-        }
+        h->hold_until = now_usec(CLOCK_MONOTONIC) + h->hold_max_usec;
         h->holding = true;
 }
 
@@ -749,8 +753,11 @@ void httpd_answer_waiting(Httpd *h) {
 }
 
 void httpd_release(Httpd *h) {
-        if (h && h->holding)
+        if (!h || !h->holding)
+                return;
+        if (h->held.head)
                 httpd_answer_waiting(h);
+        h->holding = false;
 }
 
 /* ---------------------------------------------------------------------------
@@ -835,7 +842,7 @@ Httpd *httpd_free(Httpd *h) {
         sd_event_source_disable_unref(h->hold_end);
         /* libmicrohttpd must not be stopped with a connection suspended;
          * a scrape held for a look that will not end now gets what is known */
-        if (h->held_head) {
+        if (h->held.head) {
                 release(h);
                 if (h->mhd && !h->in_run)
                         (void) MHD_run(h->mhd);

@@ -66,6 +66,14 @@ static bool want_serves(const RunningRead *want, const RunningRead *r) {
                r->last_pid == want->last_pid;
 }
 
+/* A read that ended and was not delivered yet. */
+typedef struct Ended {
+        bool have;
+        RunningRead read;
+        RunningView *view; /* or */
+        int error;
+} Ended;
+
 struct RunningWorker {
         /* Set up before the thread starts and never changed: both threads
          * read them; only the thread uses mountinfo and memo. */
@@ -86,31 +94,25 @@ struct RunningWorker {
 
         pthread_mutex_t lock;
         /* Under lock. */
-        bool requested;            /* a read was asked for and not taken yet */
-        bool in_read;              /* the thread is inside running_read() */
-        bool quit;                 /* the thread should end */
-        bool orphaned;             /* the owner is gone: the thread frees the worker */
-        bool owner_waits;          /* the loop waits for a read: no early read now */
-        bool early_allowed;        /* running_worker_allow() was called */
-        uint64_t early_not_before; /* CLOCK_MONOTONIC: no early read before */
-        pid_t last_pid;            /* the next read's argument */
-        uint64_t next_seq;         /* the number the next read to begin gets */
-        RunningRead current;       /* the read under way, while in_read */
-        bool have_result;          /* an ended read the loop has not taken */
-        RunningRead result;        /* which read that was */
-        RunningView *view;         /* its view */
-        int error;                 /* or its error */
+        bool requested;   /* a read was asked for and not taken yet */
+        bool in_read;     /* the thread is inside running_read() */
+        bool quit;        /* the thread should end */
+        bool orphaned;    /* the owner is gone: the thread frees the worker */
+        bool owner_waits; /* the loop waits for a read: no early read now */
+        uint64_t
+                early_not_before; /* CLOCK_MONOTONIC: no early read before (running_worker_allow()) */
+        pid_t last_pid;           /* the next read's argument */
+        uint64_t next_seq;        /* the number the next read to begin gets */
+        RunningRead current;      /* the read under way, while in_read */
+        Ended ended;              /* the last read that ended, until the loop takes it */
 
         /* The loop's thread only. */
         sd_event_source *event_source, *deadline_source;
         RunningWorkerHandler handler;
         void *userdata;
         bool busy, stalled;
-        RunningRead want; /* busy: the read that serves (want_serves()) */
-        bool adopted;     /* an ended early read taken for the look: delivered next */
-        RunningRead adopted_read;
-        RunningView *adopted_view;
-        int adopted_error;
+        RunningRead want;      /* busy: the read that serves (want_serves()) */
+        Ended adopted;         /* an ended early read taken for the look: delivered next */
         uint64_t started_usec; /* the read that serves began then, or (not begun) was asked for */
         uint64_t deadline_usec;
 };
@@ -118,8 +120,8 @@ struct RunningWorker {
 /* Frees what the worker owns, except what belongs to the loop (its event
  * sources, released by running_worker_free() before). */
 static void worker_destroy(RunningWorker *w) {
-        running_view_free(w->view);
-        running_view_free(w->adopted_view);
+        running_view_free(w->ended.view);
+        running_view_free(w->adopted.view);
         for (size_t i = 0; w->paths && i < w->cfg.n_paths; i++)
                 free(w->paths[i]);
         free(w->paths);
@@ -207,8 +209,8 @@ static bool wait_for_work(RunningWorker *w, uint32_t *ret_cookie) {
                 w->flip_wd = -1;
         /* A watch set up again meanwhile may have missed the flip's
          * neighbours: only the watch polled counts. */
-        return flipped && wd >= 0 && wd == w->flip_wd && w->early_allowed && !w->owner_waits &&
-               !w->requested && !w->quit && now_usec(CLOCK_MONOTONIC) >= w->early_not_before;
+        return flipped && wd >= 0 && wd == w->flip_wd && !w->owner_waits && !w->requested &&
+               !w->quit && now_usec(CLOCK_MONOTONIC) >= w->early_not_before;
 }
 
 static void *worker_main(void *arg) {
@@ -243,11 +245,11 @@ static void *worker_main(void *arg) {
 
                 (void) pthread_mutex_lock(&w->lock);
                 w->in_read = false;
-                running_view_free(w->view);
-                w->view = r < 0 ? NULL : view;
-                w->error = r < 0 ? r : 0;
-                w->result = read;
-                w->have_result = true;
+                running_view_free(w->ended.view);
+                w->ended = (Ended){.have = true,
+                                   .read = read,
+                                   .view = r < 0 ? NULL : view,
+                                   .error = r < 0 ? r : 0};
                 if (w->orphaned)
                         break;
                 /* An eventfd write fails only when the counter would overflow,
@@ -295,9 +297,8 @@ static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata
         RunningWorker *w = userdata;
         _cleanup_(running_view_freep) RunningView *view = NULL;
         RunningWorkerResult res = {};
-        RunningRead read;
+        Ended e;
         eventfd_t n;
-        int error;
 
         if (eventfd_read(fd, &n) < 0)
                 return 0; /* EAGAIN: nothing ended */
@@ -305,18 +306,14 @@ static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata
                 return 0; /* an early read nobody asked for yet stays for a look */
 
         (void) pthread_mutex_lock(&w->lock);
-        if (w->adopted) {
+        if (w->adopted.have) {
                 /* running_worker_start_after_flip() took it from the thread */
-                w->adopted = false;
-                view = TAKE_PTR(w->adopted_view);
-                error = w->adopted_error;
-                read = w->adopted_read;
-        } else if (w->have_result && (w->stalled || want_serves(&w->want, &w->result))) {
+                e = w->adopted;
+                w->adopted = (Ended){};
+        } else if (w->ended.have && (w->stalled || want_serves(&w->want, &w->ended.read))) {
                 /* A stalled read's end is its end, whatever it was. */
-                view = TAKE_PTR(w->view);
-                error = w->error;
-                read = w->result;
-                w->have_result = false;
+                e = w->ended;
+                w->ended = (Ended){};
         } else {
                 /* begun before the loop asked: the read that serves follows */
                 ensure_request(w);
@@ -327,6 +324,7 @@ static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata
         /* no early read until the owner says when (running_worker_allow()) */
         w->early_not_before = UINT64_MAX;
         (void) pthread_mutex_unlock(&w->lock);
+        view = e.view;
 
         (void) sd_event_source_set_enabled(w->deadline_source, SD_EVENT_OFF);
         res.elapsed_usec = now_usec(CLOCK_MONOTONIC) - w->started_usec;
@@ -337,9 +335,9 @@ static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata
         } else {
                 res.event = RUNNING_WORKER_DONE;
                 res.view = TAKE_PTR(view);
-                res.error = error;
-                res.early = read.early;
-                res.read_started_usec = read.started_usec;
+                res.error = e.error;
+                res.early = e.read.early;
+                res.read_started_usec = e.read.started_usec;
         }
         w->handler(w, &res, w->userdata);
         running_view_free(res.view);
@@ -413,6 +411,7 @@ int running_worker_new(sd_event *e, const RunningConfig *cfg, uint64_t deadline_
         w->wake_fd = -EBADF;
         w->flip_fd = -EBADF;
         w->flip_wd = -1;
+        w->early_not_before = UINT64_MAX;
         atomic_init(&w->reading, SIZE_MAX);
         (void) pthread_mutex_init(&w->lock, NULL);
         w->handler = handler;
@@ -494,14 +493,11 @@ static int start(RunningWorker *w, pid_t last_pid, bool after_flip, uint32_t coo
         w->want = (RunningRead){
                 .seq = w->next_seq, .early = after_flip, .cookie = cookie, .last_pid = last_pid};
         w->owner_waits = true;
-        if (w->have_result && want_serves(&w->want, &w->result)) {
+        if (w->ended.have && want_serves(&w->want, &w->ended.read)) {
                 /* An early read that ended: taken now, so that a later one
                  * cannot replace it before on_event() delivers it. */
-                w->adopted = true;
-                w->adopted_view = TAKE_PTR(w->view);
-                w->adopted_error = w->error;
-                w->adopted_read = w->result;
-                w->have_result = false;
+                w->adopted = w->ended;
+                w->ended = (Ended){};
                 (void) eventfd_write(w->event_fd, 1);
         } else if (w->in_read && want_serves(&w->want, &w->current))
                 /* under way: its deadline counts from its start */
@@ -568,7 +564,6 @@ int running_worker_follow_flips(RunningWorker *w, const char *dir) {
 
 void running_worker_allow(RunningWorker *w, uint64_t not_before_usec, pid_t last_pid) {
         (void) pthread_mutex_lock(&w->lock);
-        w->early_allowed = true;
         w->early_not_before = not_before_usec;
         w->last_pid = last_pid;
         (void) pthread_mutex_unlock(&w->lock);

@@ -716,7 +716,7 @@ static int drain_inotify(Watcher *w) {
                                 flipped = after_flip = true;
                                 w->flip_cookie = ev->cookie;
                                 w->flip_then_live = false;
-                        } else if (after_flip && !event_is_inert(w, ev) &&
+                        } else if (after_flip &&
                                    !(ev->len > 0 && startswith(ev->name, VOLUME_RESERVED_PREFIX) &&
                                      !streq(ev->name, VOLUME_DATA_LINK)))
                                 /* After a flip, kubelet's versions and

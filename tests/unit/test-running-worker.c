@@ -169,7 +169,15 @@ static int teardown(void **state) {
         return 0;
 }
 
-static void release(void) {
+/* The next reads wait on the gate, saying they are at file index `at`. */
+static void hold_reads(size_t at) {
+        atomic_store(&fake.hold_at, at);
+        atomic_store(&fake.hold, true);
+}
+
+/* Reads no longer wait, and the one waiting goes on. */
+static void let_go(void) {
+        atomic_store(&fake.hold, false);
         assert_int_equal(write(fake.gate[1], "x", 1), 1);
 }
 
@@ -199,12 +207,10 @@ static void test_read_in_time(void **state) {
 static void test_one_read_at_a_time(void **state) {
         Ctx *c = *state;
 
-        atomic_store(&fake.hold_at, SIZE_MAX);
-        atomic_store(&fake.hold, true);
+        hold_reads(SIZE_MAX);
         assert_int_equal(running_worker_start(c->worker, 0), 0);
         assert_int_equal(running_worker_start(c->worker, 0), -EBUSY);
-        atomic_store(&fake.hold, false);
-        release();
+        let_go();
         run_until(c, 1, WAIT_USEC);
         assert_int_equal(c->last_event, RUNNING_WORKER_DONE);
         assert_int_equal(atomic_load(&fake.calls), 1);
@@ -222,8 +228,7 @@ static void test_stall_and_recover(void **state) {
         Ctx *c = *state;
         uint64_t t0;
 
-        atomic_store(&fake.hold_at, 0);
-        atomic_store(&fake.hold, true);
+        hold_reads(0);
         t0 = now_usec(CLOCK_MONOTONIC);
         assert_int_equal(running_worker_start(c->worker, 0), 0);
         run_until(c, 1, WAIT_USEC);
@@ -243,8 +248,7 @@ static void test_stall_and_recover(void **state) {
         assert_int_equal(atomic_load(&fake.calls), 1);
 
         write_conf(c, "ENROOT_MOUNT_HOME=no\n");
-        atomic_store(&fake.hold, false);
-        release();
+        let_go();
         run_until(c, 2, WAIT_USEC);
         assert_int_equal(c->calls, 2);
         assert_int_equal(c->last_event, RUNNING_WORKER_RECOVERED);
@@ -263,15 +267,13 @@ static void test_stall_and_recover(void **state) {
 static void test_stall_outside_the_files(void **state) {
         Ctx *c = *state;
 
-        atomic_store(&fake.hold_at, SIZE_MAX);
-        atomic_store(&fake.hold, true);
+        hold_reads(SIZE_MAX);
         assert_int_equal(running_worker_start(c->worker, 0), 0);
         run_until(c, 1, WAIT_USEC);
         assert_int_equal(c->last_event, RUNNING_WORKER_STALLED);
         assert_int_equal(c->stalled_index, SIZE_MAX);
         assert_null(c->stalled_path);
-        atomic_store(&fake.hold, false);
-        release();
+        let_go();
         run_until(c, 2, WAIT_USEC);
         assert_int_equal(c->last_event, RUNNING_WORKER_RECOVERED);
 }
@@ -283,8 +285,7 @@ static void test_free_while_stuck(void **state) {
         Ctx *c = *state;
         unsigned calls;
 
-        atomic_store(&fake.hold_at, 0);
-        atomic_store(&fake.hold, true);
+        hold_reads(0);
         assert_int_equal(running_worker_start(c->worker, 0), 0);
         run_until(c, 1, WAIT_USEC);
         assert_int_equal(c->last_event, RUNNING_WORKER_STALLED);
@@ -292,8 +293,7 @@ static void test_free_while_stuck(void **state) {
         calls = c->calls;
         assert_int_equal(running_worker_left_behind(), 1);
 
-        atomic_store(&fake.hold, false);
-        release();
+        let_go();
         /* the thread ends on its own, freeing the worker; nothing reaches
          * this loop */
         for (uint64_t end = now_usec(CLOCK_MONOTONIC) + WAIT_USEC;
@@ -334,13 +334,16 @@ typedef struct Flips {
         unsigned n;
 } Flips;
 
-static void flips_init(Ctx *c, Flips *f) {
+/* Sets them up; the worker follows the directory
+ * (running_worker_follow_flips()). */
+static void follow(Ctx *c, Flips *f) {
         (void) snprintf(f->dir, sizeof f->dir, "%s/cm", c->root);
         assert_int_equal(mkdir(f->dir, 0755), 0);
         f->fd = inotify_init1(IN_CLOEXEC);
         assert_true(f->fd >= 0);
         assert_true(inotify_add_watch(f->fd, f->dir, IN_MOVED_TO) >= 0);
         f->n = 0;
+        assert_int_equal(running_worker_follow_flips(c->worker, f->dir), 0);
 }
 
 /* kubelet's flip: ..data_tmp renamed over ..data. Returns its cookie. */
@@ -383,8 +386,7 @@ static void test_early_read(void **state) {
         uint32_t cookie;
         Flips f;
 
-        flips_init(c, &f);
-        assert_int_equal(running_worker_follow_flips(c->worker, f.dir), 0);
+        follow(c, &f);
         running_worker_allow(c->worker, 0, 0);
         cookie = flip(&f);
         await_ended(1);
@@ -413,8 +415,7 @@ static void test_no_early_read_unallowed(void **state) {
         Ctx *c = *state;
         Flips f;
 
-        flips_init(c, &f);
-        assert_int_equal(running_worker_follow_flips(c->worker, f.dir), 0);
+        follow(c, &f);
         (void) flip(&f);
         (void) usleep(200 * 1000);
         assert_int_equal(atomic_load(&fake.calls), 0);
@@ -434,8 +435,7 @@ static void test_early_read_not_for_others(void **state) {
         uint32_t cookie;
         Flips f;
 
-        flips_init(c, &f);
-        assert_int_equal(running_worker_follow_flips(c->worker, f.dir), 0);
+        follow(c, &f);
         running_worker_allow(c->worker, 0, 0);
         (void) flip(&f);
         await_ended(1);
@@ -476,24 +476,20 @@ static void test_early_read_under_way(void **state) {
         uint32_t cookie;
         Flips f;
 
-        flips_init(c, &f);
-        assert_int_equal(running_worker_follow_flips(c->worker, f.dir), 0);
+        follow(c, &f);
         running_worker_allow(c->worker, 0, 0);
-        atomic_store(&fake.hold_at, SIZE_MAX);
-        atomic_store(&fake.hold, true);
+        hold_reads(SIZE_MAX);
         cookie = flip(&f);
         await_began(1);
         assert_int_equal(running_worker_start_after_flip(c->worker, 0, cookie), 0);
-        atomic_store(&fake.hold, false);
-        release();
+        let_go();
         run_until(c, 1, WAIT_USEC);
         assert_int_equal(c->last_event, RUNNING_WORKER_DONE);
         assert_true(c->early);
         assert_int_equal(atomic_load(&fake.calls), 1);
 
         running_worker_allow(c->worker, 0, 0);
-        atomic_store(&fake.hold_at, 0);
-        atomic_store(&fake.hold, true);
+        hold_reads(0);
         cookie = flip(&f);
         await_began(2);
         assert_int_equal(running_worker_start_after_flip(c->worker, 0, cookie), 0);
@@ -502,8 +498,7 @@ static void test_early_read_under_way(void **state) {
         assert_string_equal(c->stalled_path, "/etc/enroot/enroot.conf");
         /* no second read piles up behind it */
         assert_int_equal(atomic_load(&fake.calls), 2);
-        atomic_store(&fake.hold, false);
-        release();
+        let_go();
         run_until(c, 3, WAIT_USEC);
         assert_int_equal(c->last_event, RUNNING_WORKER_RECOVERED);
         assert_int_equal(atomic_load(&fake.calls), 2);
@@ -518,20 +513,17 @@ static void test_early_read_taken_stays(void **state) {
         uint32_t first;
         Flips f;
 
-        flips_init(c, &f);
-        assert_int_equal(running_worker_follow_flips(c->worker, f.dir), 0);
+        follow(c, &f);
         running_worker_allow(c->worker, 0, 1);
         first = flip(&f);
         await_ended(1);
         write_conf(c, "ENROOT_MOUNT_HOME=no\n");
         running_worker_allow(c->worker, 0, 2);
-        atomic_store(&fake.hold_at, SIZE_MAX);
-        atomic_store(&fake.hold, true);
+        hold_reads(SIZE_MAX);
         (void) flip(&f);
         await_began(2);
         assert_int_equal(running_worker_start_after_flip(c->worker, 1, first), 0);
-        atomic_store(&fake.hold, false);
-        release();
+        let_go();
         await_ended(2);
         run_until(c, 1, WAIT_USEC);
         assert_int_equal(c->last_event, RUNNING_WORKER_DONE);
