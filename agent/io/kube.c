@@ -33,8 +33,10 @@ struct KubeCall {
 struct KubeClient {
         sd_event *event;
         CURLM *multi;
-        sd_event_source *timer;
-        KubeCall *calls; /* in flight */
+        sd_event_source *timer; /* libcurl's timeout, when it is not 0 */
+        sd_event_source *now;   /* libcurl's timeout of 0: the next turn of the loop */
+        CURL *spare;            /* an easy handle a finished call left, reset, for the next */
+        KubeCall *calls;        /* in flight */
         char *api_url, *ca_file, *token_file, *user_agent;
         char *auth_header; /* "Authorization: Bearer ...", NULL without a token file */
         bool plain_http;   /* http://localhost: kubectl proxy */
@@ -132,11 +134,22 @@ static void call_unlink(KubeCall *call) {
 }
 
 static void call_free(KubeCall *call) {
+        KubeClient *c;
+
         if (!call)
                 return;
+        c = call->client;
         if (call->easy) {
-                (void) curl_multi_remove_handle(call->client->multi, call->easy);
-                curl_easy_cleanup(call->easy);
+                (void) curl_multi_remove_handle(c->multi, call->easy);
+                /* Kept for the next call (a PATCH per update): a handle is
+                 * several KiB to allocate and set up. curl_easy_reset() drops
+                 * every option, this call's headers and body included; the
+                 * connections live in the multi handle either way. */
+                if (!c->spare) {
+                        curl_easy_reset(call->easy);
+                        c->spare = call->easy;
+                } else
+                        curl_easy_cleanup(call->easy);
         }
         call_unlink(call);
         curl_slist_free_all(call->headers);
@@ -387,12 +400,20 @@ static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userdata
         return r < 0 ? -1 : 0;
 }
 
-static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        KubeClient *c = userdata;
+static void run_timeout(KubeClient *c) {
         int running;
 
         (void) curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
         dispatch(c);
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        run_timeout(userdata);
+        return 0;
+}
+
+static int on_now(sd_event_source *s, void *userdata) {
+        run_timeout(userdata);
         return 0;
 }
 
@@ -400,10 +421,17 @@ static int on_curl_timer(CURLM *multi, long timeout_ms, void *userdata) {
         KubeClient *c = userdata;
         int r;
 
+        /* One timeout at a time: each call replaces the last. */
+        (void) sd_event_source_set_enabled(c->now, SD_EVENT_OFF);
         if (timeout_ms < 0)
                 return sd_event_source_set_enabled(c->timer, SD_EVENT_OFF) < 0 ? -1 : 0;
         /* curl asks not to be called back from inside this callback: the loop
-         * runs on_timer on its next turn, even for 0 ms. */
+         * runs it on its next turn. 0 ms (every request handed to libcurl)
+         * needs no kernel timer for that. */
+        if (timeout_ms == 0) {
+                (void) sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
+                return sd_event_source_set_enabled(c->now, SD_EVENT_ONESHOT) < 0 ? -1 : 0;
+        }
         r = sd_event_source_set_time_relative(c->timer, (uint64_t) timeout_ms * 1000u);
         if (r >= 0)
                 r = sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
@@ -418,9 +446,12 @@ KubeClient *kube_client_free(KubeClient *c) {
                 return NULL;
         while (c->calls)
                 call_free(c->calls);
+        if (c->spare)
+                curl_easy_cleanup(c->spare);
         if (c->multi)
                 (void) curl_multi_cleanup(c->multi);
         sd_event_source_disable_unref(c->timer);
+        sd_event_source_disable_unref(c->now);
         sd_event_unref(c->event);
         free(c->api_url);
         free(c->ca_file);
@@ -521,15 +552,19 @@ int kube_client_new(sd_event *e, const KubeConfig *cfg, KubeClient **ret) {
         }
 
         /* Accuracy 1 µs, not 0: 0 is sd-event's default of 250 ms, within
-         * which the loop may put off the wake-up to batch it with others.
-         * libcurl asks for 0 ms to start a request it was just handed (every
-         * PATCH), and nothing else need wake the loop: the request then
-         * waited until the next unrelated wake-up, up to 250 ms. */
+         * which the loop may put off the wake-up to batch it with others, and
+         * a timeout of libcurl's is a step of a request under way. (Its 0 ms,
+         * to start a request it was just handed, is c->now.) */
         r = sd_event_add_time_relative(e, &c->timer, CLOCK_MONOTONIC, 0, 1, on_timer, c);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
         (void) sd_event_source_set_description(c->timer, "kube-timer");
+        r = sd_event_add_defer(e, &c->now, on_now, c);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(c->now, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(c->now, "kube-now");
 
         c->multi = curl_multi_init();
         if (!c->multi)
@@ -580,7 +615,7 @@ int kube_call_start(KubeClient *c, const KubeRequest *req, KubeCall **ret) {
                 .body = STRBUF_INIT(req->on_line ? KUBE_MAX_OBJECT_BYTES * 2u
                                                  : KUBE_MAX_OBJECT_BYTES),
         };
-        call->easy = curl_easy_init();
+        call->easy = TAKE_PTR(c->spare) ?: curl_easy_init();
         if (!call->easy) {
                 call_free(call);
                 return -EIO;

@@ -470,6 +470,17 @@ static void on_watch_line(KubeClient *c, const char *line, size_t len, void *use
                 s->pod.resource_version = copy;
                 return;
         }
+        case KUBE_EVENT_MODIFIED: {
+                /* The echo of the agent's own write, whose answer was taken
+                 * (on_patch_done()): one resourceVersion is one state of the
+                 * object, nothing new to look at. */
+                const char *rv = json_string_value(
+                        json_object_get(json_object_get(ev.object, "metadata"), "resourceVersion"));
+
+                if (rv && s->have_pod && streq_ptr(rv, s->pod.resource_version))
+                        return;
+                break;
+        }
         default:
                 break;
         }

@@ -20,16 +20,21 @@
  * is usually a second, short burst; when it touches only names that start
  * with ".." other than ..data and the version the handler last read
  * (Kubernetes refuses such keys: they are version directories and
- * ..data_tmp, which no read goes through), it calls nothing and only takes a
- * new signature; a link for a new key still calls the handler. The inotify
+ * ..data_tmp, which no read goes through), it calls nothing, arms no timer
+ * and takes no signature (the signature leaves those names out); a link for
+ * a new key still calls the handler. The inotify
  * source runs before the loop's other sources of the same turn (a scrape that
  * arrives with a change is answered after the change is looked at), and after
  * a flip's call the signature for watcher_verify() is taken once the loop is
  * idle, not before the call. An inotify queue overflow (IN_Q_OVERFLOW) is a
  * hint like any other.
  *
- * poll mode: the signature is readlink(..data); the directory's dev, ino,
- * mtime, ctime; lstat of each entry: name, ino, mode, size, mtime, ctime.
+ * poll mode: the signature is what a read depends on: the directory's dev,
+ * ino and mode; readlink(..data); then in kubelet's projection the lstat of
+ * ..data and of the version it names (for a directory its identity: ino and
+ * mode), in a plain directory that of each entry whose name does not start
+ * with ".." (name, ino, mode, size, mtime, ctime). Kubelet's other versions,
+ * ..data_tmp and a projection's key links change nothing a read sees.
  * Reading a file changes no part of it, so kubelet's resync is not a change.
  *
  * auto mode falls back to polling, for good, when inotify_init1() fails
@@ -67,15 +72,17 @@
  * (the watch would follow the inode elsewhere) or unmounted. */
 #define LOST_MASK (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT)
 
-/* What polling compares. error != 0: the directory could not be opened. */
+/* What polling and watcher_verify() compare: what a read depends on. error
+ * != 0: the directory could not be opened. */
 typedef struct DirSignature {
         int error;
         dev_t dev;
         ino_t ino;
-        struct timespec mtime, ctime;
+        mode_t mode;                  /* the directory's: a read needs its permission */
+        struct timespec mtime, ctime; /* the directory's, only past WATCHER_MAX_POLL_ENTRIES */
         int link_error;             /* readlink(..data): 0, or -errno (-ENOENT: plain directory) */
         char version[NAME_MAX + 1]; /* the ..data target, truncated to fit */
-        uint64_t entries_hash;      /* order-independent, over the entries' lstat */
+        uint64_t entries_hash;      /* order-independent, over the lstat of entry_counts() ones */
         size_t n_entries;
 } DirSignature;
 
@@ -98,7 +105,6 @@ struct Watcher {
 
         bool pending;         /* a burst is being coalesced: the handler (or a signature) is due */
         bool flipped;         /* ..data was renamed in this burst: the handler runs at once */
-        bool live;            /* the burst holds an event that can change what a read sees */
         uint32_t flip_cookie; /* inotify's cookie of the last flip read */
         bool flip_then_live;  /* in this burst, an event that can change what a read
                                * sees came after the last flip */
@@ -160,11 +166,30 @@ static uint64_t hash_timespec(uint64_t h, const struct timespec *ts) {
         return mix64(mix64(h, (uint64_t) ts->tv_sec), (uint64_t) ts->tv_nsec);
 }
 
+static uint64_t entry_hash(int dir_fd, const char *name) {
+        uint64_t h = hash_string(name);
+        struct stat st;
+
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return mix64(h, (uint64_t) errno);
+        h = mix64(h, (uint64_t) st.st_ino);
+        h = mix64(h, (uint64_t) st.st_mode);
+        /* A subdirectory's times move with its contents, which no watch on
+         * this directory reports (a version directory being filled): compare
+         * only its identity. */
+        if (!S_ISDIR(st.st_mode)) {
+                h = mix64(h, (uint64_t) st.st_size);
+                h = hash_timespec(h, &st.st_mtim);
+                h = hash_timespec(h, &st.st_ctim);
+        }
+        return h;
+}
+
 static void signature_read(const char *path, DirSignature *ret) {
         DirSignature sig = {};
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
-        DIR *d;
+        bool full = false;
         ssize_t n;
 
         fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -175,8 +200,7 @@ static void signature_read(const char *path, DirSignature *ret) {
         }
         sig.dev = st.st_dev;
         sig.ino = st.st_ino;
-        sig.mtime = st.st_mtim;
-        sig.ctime = st.st_ctim;
+        sig.mode = st.st_mode;
 
         /* kubelet flips ..data with rename(2): the cheapest sign of an update */
         n = readlinkat(fd, VOLUME_DATA_LINK, sig.version, sizeof sig.version - 1);
@@ -185,42 +209,56 @@ static void signature_read(const char *path, DirSignature *ret) {
         else
                 sig.version[n] = '\0';
 
-        d = fdopendir(fd);
-        if (!d) {
-                sig.entries_hash = (uint64_t) negative_errno();
+        if (!sig.link_error) {
+                /* kubelet's projection: a read goes through ..data and the
+                 * version it names only (volume_read()), so they are what
+                 * the signature holds; key links, the next version being
+                 * written, the old one removed and ..data_tmp change nothing
+                 * a read sees, and no listing is needed. */
+                sig.entries_hash = entry_hash(fd, VOLUME_DATA_LINK) + entry_hash(fd, sig.version);
+                sig.n_entries = 2;
                 *ret = sig;
                 return;
         }
-        fd = -EBADF; /* owned by d now */
 
-        for (struct dirent *de; (de = readdir(d));) {
-                uint64_t h;
+        /* A plain directory: each entry but names that start with "..",
+         * which are never keys (event_is_inert() says why). getdents64()
+         * into a buffer of our own: readdir() would allocate 32 KiB and
+         * check the descriptor again. */
+        for (;;) {
+                char buf[8192] __attribute__((aligned(__alignof__(struct dirent64))));
+                ssize_t len = getdents64(fd, buf, sizeof buf);
 
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
-                if (sig.n_entries >= WATCHER_MAX_POLL_ENTRIES)
+                if (len < 0) {
+                        sig.entries_hash = mix64(sig.entries_hash, (uint64_t) errno);
                         break;
-                sig.n_entries++;
-
-                h = hash_string(de->d_name);
-                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                        h = mix64(h, (uint64_t) errno);
-                } else {
-                        h = mix64(h, (uint64_t) st.st_ino);
-                        h = mix64(h, (uint64_t) st.st_mode);
-                        /* A subdirectory's times move with its contents, which
-                         * no watch on this directory reports (a version
-                         * directory being filled): compare only its identity. */
-                        if (!S_ISDIR(st.st_mode)) {
-                                h = mix64(h, (uint64_t) st.st_size);
-                                h = hash_timespec(h, &st.st_mtim);
-                                h = hash_timespec(h, &st.st_ctim);
-                        }
                 }
-                /* a sum does not depend on readdir()'s order */
-                sig.entries_hash += h;
+                if (len == 0)
+                        break;
+                for (ssize_t off = 0; off < len && !full;) {
+                        const struct dirent64 *de = (const struct dirent64 *) (buf + off);
+
+                        off += de->d_reclen;
+                        if (streq(de->d_name, ".") ||
+                            startswith(de->d_name, VOLUME_RESERVED_PREFIX))
+                                continue;
+                        if (sig.n_entries >= WATCHER_MAX_POLL_ENTRIES) {
+                                full = true;
+                                break;
+                        }
+                        sig.n_entries++;
+                        /* a sum does not depend on the listing's order */
+                        sig.entries_hash += entry_hash(fd, de->d_name);
+                }
+                if (full)
+                        break;
         }
-        (void) closedir(d);
+        /* Past the bound, the directory's own times stand in for the entries
+         * left out (any of kubelet's changes moves them too). */
+        if (full) {
+                sig.mtime = st.st_mtim;
+                sig.ctime = st.st_ctim;
+        }
 
         *ret = sig;
 }
@@ -240,8 +278,9 @@ static bool signature_eq(const DirSignature *a, const DirSignature *b) {
                 return false;
         if (a->error)
                 return true;
-        return timespec_eq(&a->mtime, &b->mtime) && timespec_eq(&a->ctime, &b->ctime) &&
-               a->link_error == b->link_error && (a->link_error || streq(a->version, b->version)) &&
+        return a->mode == b->mode && timespec_eq(&a->mtime, &b->mtime) &&
+               timespec_eq(&a->ctime, &b->ctime) && a->link_error == b->link_error &&
+               (a->link_error || streq(a->version, b->version)) &&
                a->entries_hash == b->entries_hash && a->n_entries == b->n_entries;
 }
 
@@ -350,10 +389,10 @@ static int on_idle_signature(_unused_ sd_event_source *s, void *userdata) {
         return 0;
 }
 
-/* After a flip's call: the signature (a readdir and an lstat per entry, while
- * kubelet is still removing the old version, which contends for the same
- * directory) waits until the loop has nothing else to do, so the new state
- * is served first. A change in between is reported by inotify like any other;
+/* After a flip's call: the signature (an lstat of ..data and of the version
+ * it names, while kubelet is still removing the old version, which contends
+ * for the same directory) waits until the loop has nothing else to do, so
+ * the new state is served first. A change in between is reported by inotify like any other;
  * watcher_verify() finds the signature taken, or takes it itself. */
 static void defer_signature(Watcher *w) {
         int r;
@@ -379,12 +418,11 @@ static void defer_signature(Watcher *w) {
 static int on_settle(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *userdata) {
         Watcher *w = userdata;
         WatchReason reason = w->pending_reason;
-        bool flipped = w->flipped, live = w->live, flip_last = !w->flip_then_live;
+        bool flipped = w->flipped, flip_last = !w->flip_then_live;
 
         w->pending = false;
         w->flipped = false;
         w->flip_then_live = false;
-        w->live = false;
 
         if (flipped) {
                 char version[NAME_MAX + 1];
@@ -401,12 +439,6 @@ static int on_settle(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *
                  * compares with it. */
                 take_signature(w);
                 set_read_version(w, w->sig.link_error ? "" : w->sig.version);
-                if (!live) {
-                        log_debug("Directory \"%s\": only versions that ..data does not name "
-                                  "changed; nothing to read.",
-                                  w->path);
-                        return 0;
-                }
         }
         log_debug("Directory \"%s\" changed (%s): looking again.", w->path,
                   watch_reason_to_string(reason));
@@ -425,9 +457,9 @@ bool watcher_call_flip(const Watcher *w, uint32_t *ret_cookie) {
         return true;
 }
 
-/* live: the events can change what a read sees (see event_is_inert());
- * a burst of none takes a new signature and does not call the handler. */
-static int schedule_handler(Watcher *w, WatchReason reason, bool live, bool immediately) {
+/* Called for events that can change what a read sees (see event_is_inert()),
+ * or that join a burst under way. */
+static int schedule_handler(Watcher *w, WatchReason reason, bool immediately) {
         uint64_t now, deadline;
         int r;
 
@@ -442,8 +474,6 @@ static int schedule_handler(Watcher *w, WatchReason reason, bool live, bool imme
         } else if (reason_rank(reason) > reason_rank(w->pending_reason)) {
                 w->pending_reason = reason;
         }
-        if (live)
-                w->live = true;
 
         /* Quiet for WATCHER_SETTLE_USEC, but never later than
          * WATCHER_SETTLE_MAX_USEC after the burst began. */
@@ -633,7 +663,7 @@ static int on_retry(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *u
         r = add_watch(w);
         if (r >= 0) {
                 log_info("Directory \"%s\" is back; watching it again.", w->path);
-                r = schedule_handler(w, WATCH_REASON_RECREATED, true, false);
+                r = schedule_handler(w, WATCH_REASON_RECREATED, false);
                 if (r < 0)
                         log_error_errno(r, "Cannot schedule a look at \"%s\": %m.", w->path);
                 return 0;
@@ -734,13 +764,16 @@ static int drain_inotify(Watcher *w) {
                                         "Cannot keep watching \"%s\": %m. Changes are seen "
                                         "only at the next resync.",
                                         w->path);
-                r = schedule_handler(w, WATCH_REASON_RECREATED, true, false);
+                r = schedule_handler(w, WATCH_REASON_RECREATED, false);
         } else if (overflow) {
                 log_notice("The inotify queue for \"%s\" overflowed; reading everything again.",
                            w->path);
-                r = schedule_handler(w, WATCH_REASON_OVERFLOW, true, false);
-        } else if (n_events > 0) {
-                r = schedule_handler(w, WATCH_REASON_INOTIFY, live, flipped);
+                r = schedule_handler(w, WATCH_REASON_OVERFLOW, false);
+        } else if (live || (n_events > 0 && w->pending)) {
+                /* Only kubelet's versions and ..data_tmp: nothing to read, and
+                 * nothing the signature holds (entry_counts()), so nothing to
+                 * do either: no timer, no signature. */
+                r = schedule_handler(w, WATCH_REASON_INOTIFY, flipped);
         } else {
                 r = 0;
         }

@@ -247,8 +247,44 @@ int document_content_id(const Document *d, const ContentKey *key,
         return content_id_of_sha256(d->sha256, key, ret);
 }
 
+/* The ids last worked out: each update asks again for every file's two
+ * sides, of which one at most changed. An HMAC costs a key schedule. */
+#define CONTENT_ID_MEMO 8u
+typedef struct ContentIdMemo {
+        bool used;
+        char sha256[65];
+        ContentKey key;
+        char id[CONTENT_ID_HEX + 1];
+} ContentIdMemo;
+
+static int content_id_compute(const char *sha256, const ContentKey *key,
+                              char ret[static CONTENT_ID_HEX + 1]);
+
 int content_id_of_sha256(const char *sha256, const ContentKey *key,
                          char ret[static CONTENT_ID_HEX + 1]) {
+        static ContentIdMemo memo[CONTENT_ID_MEMO];
+        static unsigned next;
+        ContentIdMemo *m;
+        int r;
+
+        for (unsigned i = 0; i < CONTENT_ID_MEMO; i++)
+                if (memo[i].used && streq(memo[i].sha256, sha256) &&
+                    memcmp(&memo[i].key, key, sizeof *key) == 0) {
+                        memcpy(ret, memo[i].id, sizeof memo[i].id);
+                        return 0;
+                }
+        r = content_id_compute(sha256, key, ret);
+        if (r < 0 || strlen(sha256) >= sizeof memo[0].sha256)
+                return r;
+        m = &memo[next++ % CONTENT_ID_MEMO];
+        *m = (ContentIdMemo){.used = true, .key = *key};
+        memcpy(m->sha256, sha256, strlen(sha256) + 1);
+        memcpy(m->id, ret, sizeof m->id);
+        return 0;
+}
+
+static int content_id_compute(const char *sha256, const ContentKey *key,
+                              char ret[static CONTENT_ID_HEX + 1]) {
         /* Fetched, allocated and set to SHA-256 once, as in content_sha256_hex(): the
          * one-shot HMAC() looks the algorithm up at every call (3 times the
          * cost). */

@@ -12,9 +12,11 @@
  *    flips without pause calls it as often, and the owner bounds how often
  *    it acts on the calls. Kubelet's periodic re-reads of the volume are not
  *    changes. An idle inotify watcher arms no timer and never wakes the loop.
- *  - poll: every poll interval, compares a signature of the directory (the
- *    ..data target, the directory's and each entry's lstat, at most
- *    WATCHER_MAX_POLL_ENTRIES entries) and calls the handler when it differs.
+ *  - poll: every poll interval, compares a signature of what a read depends
+ *    on (the directory's identity and mode, the ..data target, and the lstat
+ *    of ..data and that version, or in a plain directory of each entry whose
+ *    name does not start with "..", at most WATCHER_MAX_POLL_ENTRIES of them)
+ *    and calls the handler when it differs.
  *  - auto: inotify, or poll from then on when inotify cannot be used or
  *    cannot be trusted on that filesystem (watcher_fallback_reason() says why).
  *

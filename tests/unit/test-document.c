@@ -268,6 +268,21 @@ static void test_content_id(void **state) {
         assert_string_equal(id, "4632ec1a59eabb3a");
         assert_int_equal(document_content_id(d, &other, id), 0);
         assert_string_equal(id, "b1ecd2aba716d34e");
+
+        /* asked again, from memory, and after many others pushed it out */
+        for (int round = 0; round < 2; round++) {
+                assert_int_equal(document_content_id(d, &key, id), 0);
+                assert_string_equal(id, "4632ec1a59eabb3a");
+                assert_int_equal(document_content_id(d, &other, id), 0);
+                assert_string_equal(id, "b1ecd2aba716d34e");
+                for (unsigned i = 0; i < 20; i++) {
+                        char sha[65];
+
+                        (void) snprintf(sha, sizeof sha, "%064u", i);
+                        assert_int_equal(content_id_of_sha256(sha, &key, id), 0);
+                        assert_int_equal(strlen(id), CONTENT_ID_HEX);
+                }
+        }
 }
 
 static void test_key_helpers(void **state) {

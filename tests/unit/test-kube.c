@@ -41,7 +41,8 @@ typedef struct Server {
         bool running;  /* the thread was started and not joined */
         bool stopping; /* under lock: the listener is being shut down */
         pthread_mutex_t lock;
-        char seen[MAX_SEEN][128]; /* Authorization values, or NO_HEADER */
+        char seen[MAX_SEEN][128];  /* Authorization values, or NO_HEADER */
+        char lines[MAX_SEEN][128]; /* the request line, and "+type" with a Content-Type */
         size_t n_seen;
 } Server;
 
@@ -59,8 +60,12 @@ static void record(Server *s, const char *head) {
                 (void) snprintf(value, sizeof value, "%.*s", (int) strcspn(a, "\r\n"), a);
         }
         pthread_mutex_lock(&s->lock);
-        if (s->n_seen < MAX_SEEN)
+        if (s->n_seen < MAX_SEEN) {
+                (void) snprintf(s->lines[s->n_seen], sizeof s->lines[0], "%.*s%s",
+                                (int) strcspn(head, "\r\n"), head,
+                                strcasestr(head, "\r\nContent-Type:") ? " +type" : "");
                 (void) snprintf(s->seen[s->n_seen++], sizeof s->seen[0], "%s", value);
+        }
         pthread_mutex_unlock(&s->lock);
 }
 
@@ -149,6 +154,20 @@ static const char *seen(Server *s, size_t i) {
         have = i < s->n_seen;
         if (have)
                 memcpy(copy, s->seen[i], sizeof copy);
+        pthread_mutex_unlock(&s->lock);
+        assert_true(have);
+        return copy;
+}
+
+/* What the server saw as the i-th request's line ("+type": with a Content-Type). */
+static const char *seen_line(Server *s, size_t i) {
+        static char copy[sizeof s->lines[0]];
+        bool have;
+
+        pthread_mutex_lock(&s->lock);
+        have = i < s->n_seen;
+        if (have)
+                memcpy(copy, s->lines[i], sizeof copy);
         pthread_mutex_unlock(&s->lock);
         assert_true(have);
         return copy;
@@ -351,6 +370,47 @@ static void test_no_token(void **state) {
         (void) state;
 }
 
+/* Calls one after the other (the client keeps a finished call's handle for
+ * the next): each goes out as asked, nothing of the one before it. */
+static void test_calls_in_turn(void **state) {
+        Server *s = server_start();
+        sd_event *event = NULL;
+        KubeClient *c = NULL;
+        KubeResult res = {};
+        char url[64];
+
+        (void) snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned) s->port);
+        assert_int_equal(sd_event_new(&event), 0);
+        assert_int_equal(kube_client_new(event, &(KubeConfig){.api_url = url}, &c), 0);
+        for (int i = 0; i < 2; i++) {
+                assert_int_equal(
+                        kube_call_sync(
+                                c,
+                                &(KubeRequest){.verb = KUBE_VERB_PATCH,
+                                               .method = "PATCH",
+                                               .path = "/api/v1/namespaces/ns/pods/p/status",
+                                               .body = "{}",
+                                               .content_type = "application/merge-patch+json",
+                                               .timeout_usec = 5000000u},
+                                &res),
+                        0);
+                assert_int_equal(res.status, 200);
+                kube_result_done(&res);
+                get(c);
+        }
+        for (size_t i = 0; i < 4; i += 2) {
+                assert_string_equal(seen_line(s, i),
+                                    "PATCH /api/v1/namespaces/ns/pods/p/status HTTP/1.1 +type");
+                assert_string_equal(seen_line(s, i + 1),
+                                    "GET /api/v1/namespaces/ns/pods/p HTTP/1.1");
+        }
+
+        kube_client_free(c);
+        sd_event_unref(event);
+        (void) server_stop(NULL);
+        (void) state;
+}
+
 /* http only to this machine, the host compared whole: a prefix test passed
  * a user name that looks like an address, and names that start like one. */
 static void test_api_url(void **state) {
@@ -399,6 +459,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_api_url),
                 cmocka_unit_test_teardown(test_no_token, server_stop),
+                cmocka_unit_test_teardown(test_calls_in_turn, server_stop),
                 cmocka_unit_test_teardown(test_token_rotation, server_stop),
                 cmocka_unit_test_teardown(test_token_default_age, server_stop),
         };

@@ -789,9 +789,16 @@ typedef struct Fixture {
         char token_path[sizeof "/tmp/test-podsync.XXXXXX/token"];
         sd_event *event;
         PodSync *sync;
+        unsigned pods; /* states of the pod handed to on_pod */
 } Fixture;
 
 static Fixture fixture;
+
+static void count_pod(const json_t *pod, void *userdata) {
+        (void) pod;
+        (void) userdata;
+        fixture.pods++;
+}
 
 static void write_token(const char *value) {
         char tmp[sizeof fixture.token_path + 8];
@@ -840,6 +847,7 @@ static void start(json_t *conditions) {
         KubeClient *client = NULL;
 
         n_logged = 0;
+        fixture.pods = 0;
         memcpy(fixture.dir, "/tmp/test-podsync.XXXXXX", sizeof fixture.dir);
         assert_non_null(mkdtemp(fixture.dir));
         (void) snprintf(fixture.token_path, sizeof fixture.token_path, "%s/token", fixture.dir);
@@ -859,7 +867,8 @@ static void start(json_t *conditions) {
                                      &(PodSyncConfig){.pod_name = POD_NAME,
                                                       .pod_namespace = POD_NAMESPACE,
                                                       .condition_type = CONDITION_TYPE,
-                                                      .component = "aicr-enroot-agent"},
+                                                      .component = "aicr-enroot-agent",
+                                                      .on_pod = count_pod},
                                      &fixture.sync),
                          0);
         assert_int_equal(update(false), 0);
@@ -995,7 +1004,8 @@ static void assert_status(bool synced, bool stopped) {
  * Success */
 
 /* GET, a watch from the pod's resourceVersion, one PATCH; the watch's
- * MODIFIED event for the agent's own write changes nothing. */
+ * MODIFIED event for the agent's own write changes nothing, and is not
+ * taken again (two states of the pod: the GET's, the PATCH's answer). */
 static void test_sync_patches_once(void **state) {
         start(NULL);
         wait_synced();
@@ -1016,6 +1026,7 @@ static void test_sync_patches_once(void **state) {
         assert_int_equal(requests(ROUTE_EVENT), 0); /* Unknown at start is no news */
         assert_status(true, false);
         assert_int_equal(log_count_visible(), 0);
+        assert_int_equal(fixture.pods, 2);
 
         /* a new condition: one more PATCH */
         assert_int_equal(update(true), 0);
