@@ -1,21 +1,31 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <fcntl.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 #include "fileio.h"
 #include "macro.h"
 
-int read_stream_bounded(int fd, size_t max_bytes, char **ret_data, size_t *ret_len) {
+/* Reads to the end, or, when size is not SIZE_MAX (a regular file's st_size),
+ * stops at a short read that brought the total to exactly that size: the end
+ * then, and a read(2) that would only say 0 is saved. A file that grew since
+ * returns more than its size, and one on procfs or sysfs says 0 or 4096, so
+ * those are read to the end as any stream. */
+static int read_sized(int fd, size_t max_bytes, size_t size, char **ret_data, size_t *ret_len) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, alloc = 0;
 
         for (;;) {
+                size_t ask;
                 ssize_t n;
 
                 if (alloc - len < 2) {
                         /* grow, but never past max_bytes + 2: one byte to notice
-                         * the file is too big, one for the terminating NUL */
-                        size_t want = alloc ? alloc * 2 : 4096;
+                         * the file is too big, one for the terminating NUL; a
+                         * file of known size fits the first buffer */
+                        size_t want = alloc                 ? alloc * 2
+                                      : size < SIZE_MAX - 2 ? (size + 2 > 4096 ? size + 2 : 4096)
+                                                            : 4096;
                         char *p;
 
                         if (want > max_bytes + 2)
@@ -29,7 +39,8 @@ int read_stream_bounded(int fd, size_t max_bytes, char **ret_data, size_t *ret_l
                         alloc = want;
                 }
 
-                n = read(fd, buf + len, alloc - len - 1);
+                ask = alloc - len - 1;
+                n = read(fd, buf + len, ask);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -40,6 +51,8 @@ int read_stream_bounded(int fd, size_t max_bytes, char **ret_data, size_t *ret_l
                 len += (size_t) n;
                 if (len > max_bytes)
                         return -EFBIG;
+                if ((size_t) n < ask && len == size)
+                        break;
         }
 
         if (!buf) {
@@ -51,6 +64,10 @@ int read_stream_bounded(int fd, size_t max_bytes, char **ret_data, size_t *ret_l
         *ret_data = TAKE_PTR(buf);
         *ret_len = len;
         return 0;
+}
+
+int read_stream_bounded(int fd, size_t max_bytes, char **ret_data, size_t *ret_len) {
+        return read_sized(fd, max_bytes, SIZE_MAX, ret_data, ret_len);
 }
 
 int read_fd_bounded(int fd, size_t max_bytes, char **ret_data, size_t *ret_len) {
@@ -65,8 +82,8 @@ int read_fd_bounded(int fd, size_t max_bytes, char **ret_data, size_t *ret_len) 
         if ((unsigned long long) st.st_size > max_bytes)
                 return -EFBIG;
 
-        /* The size may change under us: read_stream_bounded() enforces the cap again. */
-        return read_stream_bounded(fd, max_bytes, ret_data, ret_len);
+        /* The size may change under us: read_sized() enforces the cap again. */
+        return read_sized(fd, max_bytes, (size_t) st.st_size, ret_data, ret_len);
 }
 
 int read_file_at(int dir_fd, const char *path, int open_flags, size_t max_bytes, char **ret_data,

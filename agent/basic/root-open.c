@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <linux/magic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -221,12 +222,45 @@ int root_open(int root_fd, const char *path, int flags, RootResolve *ret_resolve
         return fd;
 }
 
+/* Reopens an O_PATH fd as O_RDONLY through /proc/self/fd/N. The directory
+ * /proc/self/fd is opened once per process and kept: walking "/proc",
+ * "self" (a link the kernel formats at each walk) and the process's own
+ * directory again at every read cost as much as the reopen itself. It is
+ * opened again in a child after fork(), where it would name the parent. */
+static int reopen_read_only(int path_fd) {
+        static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+        static int dir_fd = -EBADF;
+        static pid_t dir_pid;
+        pid_t pid = getpid();
+        char name[16];
+        int fd, dir;
+
+        (void) pthread_mutex_lock(&lock);
+        if (dir_fd < 0 || dir_pid != pid) {
+                /* One inherited through fork() is left alone (the child may
+                 * have closed it, and the number be another file's now):
+                 * O_CLOEXEC ends it at the child's exec. */
+                dir_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                dir_pid = pid;
+        }
+        dir = dir_fd;
+        (void) pthread_mutex_unlock(&lock);
+
+        (void) snprintf(name, sizeof name, "%d", path_fd);
+        if (dir < 0) {
+                char self_fd[64];
+
+                (void) snprintf(self_fd, sizeof self_fd, "/proc/self/fd/%s", name);
+                fd = open(self_fd, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        } else
+                fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        return fd < 0 ? negative_errno() : fd;
+}
+
 int root_open_regular(int root_fd, const char *path, RootResolve *ret_resolve, struct statx *sx,
                       bool *ret_have_stat) {
         _cleanup_close_ int path_fd = -EBADF;
         struct statfs sfs;
-        char self_fd[64];
-        int fd;
 
         *ret_have_stat = false;
         path_fd = root_open(root_fd, path, O_PATH, ret_resolve);
@@ -261,7 +295,5 @@ int root_open_regular(int root_fd, const char *path, RootResolve *ret_resolve, s
         if (sfs.f_type == PROC_SUPER_MAGIC || sfs.f_type == SYSFS_MAGIC)
                 return -EMEDIUMTYPE;
 
-        (void) snprintf(self_fd, sizeof self_fd, "/proc/self/fd/%d", path_fd);
-        fd = open(self_fd, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        return fd < 0 ? negative_errno() : fd;
+        return reopen_read_only(path_fd);
 }

@@ -258,7 +258,52 @@ typedef struct ContentIdMemo {
 } ContentIdMemo;
 
 static int content_id_compute(const char *sha256, const ContentKey *key,
-                              char ret[static CONTENT_ID_HEX + 1]);
+                              char ret[static CONTENT_ID_HEX + 1]) {
+        /* Fetched, allocated and set to SHA-256 once, as in content_sha256_hex(): the
+         * one-shot HMAC() looks the algorithm up at every call (3 times the
+         * cost). */
+        static EVP_MAC *hmac;
+        static EVP_MAC_CTX *ctx;
+        static const char hex[] = "0123456789abcdef";
+        static char digest[] = "SHA256"; /* OSSL_PARAM takes a char * */
+        static ContentKey last_key;
+        static bool have_key;
+        unsigned char md[EVP_MAX_MD_SIZE];
+        size_t md_len = 0;
+
+        if (!hmac)
+                hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+        if (hmac && !ctx) {
+                OSSL_PARAM params[] = {
+                        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                        OSSL_PARAM_construct_end(),
+                };
+
+                ctx = EVP_MAC_CTX_new(hmac);
+                if (ctx && EVP_MAC_CTX_set_params(ctx, params) != 1) {
+                        EVP_MAC_CTX_free(ctx);
+                        ctx = NULL;
+                }
+        }
+        /* The key is the same at every call but the first (one per process):
+         * an init without it starts again from the pads of the last one. */
+        if (ctx && (!have_key || memcmp(&last_key, key, sizeof *key) != 0)) {
+                have_key = EVP_MAC_init(ctx, key->bytes, sizeof key->bytes, NULL) == 1;
+                if (!have_key)
+                        return -EIO;
+                last_key = *key;
+        } else if (ctx && EVP_MAC_init(ctx, NULL, 0, NULL) != 1)
+                return -EIO;
+        if (!ctx || EVP_MAC_update(ctx, (const unsigned char *) sha256, strlen(sha256)) != 1 ||
+            EVP_MAC_final(ctx, md, &md_len, sizeof md) != 1 || md_len < CONTENT_ID_HEX / 2)
+                return -EIO;
+        for (unsigned i = 0; i < CONTENT_ID_HEX / 2; i++) {
+                ret[2 * i] = hex[md[i] >> 4];
+                ret[2 * i + 1] = hex[md[i] & 0xf];
+        }
+        ret[CONTENT_ID_HEX] = '\0';
+        return 0;
+}
 
 int content_id_of_sha256(const char *sha256, const ContentKey *key,
                          char ret[static CONTENT_ID_HEX + 1]) {
@@ -280,44 +325,6 @@ int content_id_of_sha256(const char *sha256, const ContentKey *key,
         *m = (ContentIdMemo){.used = true, .key = *key};
         memcpy(m->sha256, sha256, strlen(sha256) + 1);
         memcpy(m->id, ret, sizeof m->id);
-        return 0;
-}
-
-static int content_id_compute(const char *sha256, const ContentKey *key,
-                              char ret[static CONTENT_ID_HEX + 1]) {
-        /* Fetched, allocated and set to SHA-256 once, as in content_sha256_hex(): the
-         * one-shot HMAC() looks the algorithm up at every call (3 times the
-         * cost). */
-        static EVP_MAC *hmac;
-        static EVP_MAC_CTX *ctx;
-        static const char hex[] = "0123456789abcdef";
-        static char digest[] = "SHA256"; /* OSSL_PARAM takes a char * */
-        unsigned char md[EVP_MAX_MD_SIZE];
-        size_t md_len = 0;
-
-        if (!hmac)
-                hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
-        if (hmac && !ctx) {
-                OSSL_PARAM params[] = {
-                        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
-                        OSSL_PARAM_construct_end(),
-                };
-
-                ctx = EVP_MAC_CTX_new(hmac);
-                if (ctx && EVP_MAC_CTX_set_params(ctx, params) != 1) {
-                        EVP_MAC_CTX_free(ctx);
-                        ctx = NULL;
-                }
-        }
-        if (!ctx || EVP_MAC_init(ctx, key->bytes, sizeof key->bytes, NULL) != 1 ||
-            EVP_MAC_update(ctx, (const unsigned char *) sha256, strlen(sha256)) != 1 ||
-            EVP_MAC_final(ctx, md, &md_len, sizeof md) != 1 || md_len < CONTENT_ID_HEX / 2)
-                return -EIO;
-        for (unsigned i = 0; i < CONTENT_ID_HEX / 2; i++) {
-                ret[2 * i] = hex[md[i] >> 4];
-                ret[2 * i + 1] = hex[md[i] & 0xf];
-        }
-        ret[CONTENT_ID_HEX] = '\0';
         return 0;
 }
 

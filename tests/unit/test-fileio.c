@@ -64,6 +64,38 @@ static void test_limits_and_types(void **state) {
         free(data);
 }
 
+/* Whole files of every size around the first buffer (4 KiB), empty ones,
+ * and procfs files, whose st_size (0) says nothing of their length. */
+static void test_sizes(void **state) {
+        static const size_t sizes[] = {0, 1, 4093, 4094, 4095, 4096, 4097, 10000, 70000};
+        _cleanup_free_ char *want = malloc(70000);
+
+        assert_non_null(want);
+        for (size_t i = 0; i < 70000; i++)
+                want[i] = (char) ('a' + i % 26);
+        for (size_t i = 0; i < ELEMENTSOF(sizes); i++) {
+                _cleanup_free_ char *data = NULL;
+                size_t len = 1;
+
+                write_at("sized", want, sizes[i]);
+                assert_int_equal(read_file_at(dir_fd, "sized", 0, 70000, &data, &len), 0);
+                assert_int_equal(len, sizes[i]);
+                assert_memory_equal(data, want, sizes[i]);
+                assert_int_equal(data[len], '\0');
+        }
+
+        {
+                _cleanup_free_ char *data = NULL;
+                size_t len = 0;
+
+                assert_int_equal(read_file_at(AT_FDCWD, "/proc/self/status", 0, 65536, &data, &len),
+                                 0);
+                assert_true(len > 0);
+                assert_non_null(strstr(data, "\nPid:"));
+                assert_int_equal(data[len - 1], '\n');
+        }
+}
+
 static void test_stream(void **state) {
         int p[2];
         char *data = NULL;
@@ -88,6 +120,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_regular),
                 cmocka_unit_test(test_limits_and_types),
+                cmocka_unit_test(test_sizes),
                 cmocka_unit_test(test_stream),
         };
         return cmocka_run_group_tests(tests, setup, teardown);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "macro.h"
@@ -383,11 +384,52 @@ static void test_regular_only(void **state) {
         assert_true(have_stat);
 }
 
+/* A child after fork() reopens its own file: /proc/self/fd, kept open from
+ * an earlier call, would name the parent's descriptors there. The parent
+ * holds another file at the very number the child's O_PATH fd gets. */
+static void test_after_fork(void **state) {
+        struct statx sx;
+        bool have_stat;
+        int fd, go[2], status;
+        char c = 0;
+        pid_t pid;
+
+        fd = root_open_regular(root_fd, "/etc/abs-link", NULL, &sx, &have_stat);
+        assert_true(fd >= 0);
+        (void) close(fd);
+
+        assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                char buf[16];
+
+                if (read(go[0], &c, 1) != 1)
+                        _exit(2);
+                fd = root_open_regular(root_fd, "/etc/abs-link", NULL, &sx, &have_stat);
+                if (fd < 0)
+                        _exit(3);
+                _exit(read(fd, buf, sizeof buf) == 7 && memcmp(buf, "inside\n", 7) == 0 ? 0 : 4);
+        }
+        /* the lowest free number: the one the child's O_PATH fd takes (the
+         * two tables are alike until then) */
+        fd = openat(root_fd, "etc/dir", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(write(go[1], &c, 1), 1);
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        (void) close(fd);
+        (void) close(go[0]);
+        (void) close(go[1]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        (void) state;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_walk_agrees),  cmocka_unit_test(test_walk_limits),
                 cmocka_unit_test(test_magic_links),  cmocka_unit_test(test_stays_inside),
-                cmocka_unit_test(test_regular_only),
+                cmocka_unit_test(test_regular_only), cmocka_unit_test(test_after_fork),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
