@@ -145,32 +145,29 @@ static int server_stop(void **state) {
         return 0;
 }
 
-/* What the server saw as the i-th request's Authorization. */
-static const char *seen(Server *s, size_t i) {
-        static char copy[sizeof s->seen[0]];
+/* A copy of what the server recorded of the i-th request, from one of its
+ * tables (s->seen or s->lines), valid until the next call. */
+static const char *recorded(Server *s, char (*table)[128], size_t i) {
+        static char copy[128];
         bool have;
 
         pthread_mutex_lock(&s->lock);
         have = i < s->n_seen;
         if (have)
-                memcpy(copy, s->seen[i], sizeof copy);
+                memcpy(copy, table[i], sizeof copy);
         pthread_mutex_unlock(&s->lock);
         assert_true(have);
         return copy;
 }
 
+/* What the server saw as the i-th request's Authorization. */
+static const char *seen(Server *s, size_t i) {
+        return recorded(s, s->seen, i);
+}
+
 /* What the server saw as the i-th request's line ("+type": with a Content-Type). */
 static const char *seen_line(Server *s, size_t i) {
-        static char copy[sizeof s->lines[0]];
-        bool have;
-
-        pthread_mutex_lock(&s->lock);
-        have = i < s->n_seen;
-        if (have)
-                memcpy(copy, s->lines[i], sizeof copy);
-        pthread_mutex_unlock(&s->lock);
-        assert_true(have);
-        return copy;
+        return recorded(s, s->lines, i);
 }
 
 /* ---------------------------------------------------------------------------
@@ -198,19 +195,21 @@ static void write_token(const char *dir, const char *value) {
         assert_int_equal(rename(tmp, path), 0);
 }
 
-static void get(KubeClient *c) {
+/* One call, which must be answered 200. */
+static void call_ok(KubeClient *c, const KubeRequest *req) {
         KubeResult res = {};
 
-        assert_int_equal(kube_call_sync(c,
-                                        &(KubeRequest){.verb = KUBE_VERB_GET,
-                                                       .method = "GET",
-                                                       .path = "/api/v1/namespaces/ns/pods/p",
-                                                       .timeout_usec = 5000000u},
-                                        &res),
-                         0);
+        assert_int_equal(kube_call_sync(c, req, &res), 0);
         assert_int_equal(res.error, 0);
         assert_int_equal(res.status, 200);
         kube_result_done(&res);
+}
+
+static void get(KubeClient *c) {
+        call_ok(c, &(KubeRequest){.verb = KUBE_VERB_GET,
+                                  .method = "GET",
+                                  .path = "/api/v1/namespaces/ns/pods/p",
+                                  .timeout_usec = 5000000u});
 }
 
 /* ---------------------------------------------------------------------------
@@ -345,6 +344,17 @@ static void test_token_default_age(void **state) {
         (void) state;
 }
 
+/* A client of s over plain http, with no token file, on a new loop. */
+static KubeClient *plain_client(Server *s, sd_event **ret_event) {
+        KubeClient *c = NULL;
+        char url[64];
+
+        (void) snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned) s->port);
+        assert_int_equal(sd_event_new(ret_event), 0);
+        assert_int_equal(kube_client_new(*ret_event, &(KubeConfig){.api_url = url}, &c), 0);
+        return c;
+}
+
 /* No token file, as rollout makes its client for `--kube-api
  * http://127.0.0.1:8001` (kubectl proxy adds the credentials): every request
  * goes out, with no Authorization header at all; a reload after a 401 has
@@ -352,12 +362,8 @@ static void test_token_default_age(void **state) {
 static void test_no_token(void **state) {
         Server *s = server_start();
         sd_event *event = NULL;
-        KubeClient *c = NULL;
-        char url[64];
+        KubeClient *c = plain_client(s, &event);
 
-        (void) snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned) s->port);
-        assert_int_equal(sd_event_new(&event), 0);
-        assert_int_equal(kube_client_new(event, &(KubeConfig){.api_url = url}, &c), 0);
         get(c);
         assert_int_equal(kube_client_reload_token(c), 0);
         get(c);
@@ -375,27 +381,15 @@ static void test_no_token(void **state) {
 static void test_calls_in_turn(void **state) {
         Server *s = server_start();
         sd_event *event = NULL;
-        KubeClient *c = NULL;
-        KubeResult res = {};
-        char url[64];
+        KubeClient *c = plain_client(s, &event);
 
-        (void) snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned) s->port);
-        assert_int_equal(sd_event_new(&event), 0);
-        assert_int_equal(kube_client_new(event, &(KubeConfig){.api_url = url}, &c), 0);
         for (int i = 0; i < 2; i++) {
-                assert_int_equal(
-                        kube_call_sync(
-                                c,
-                                &(KubeRequest){.verb = KUBE_VERB_PATCH,
-                                               .method = "PATCH",
-                                               .path = "/api/v1/namespaces/ns/pods/p/status",
-                                               .body = "{}",
-                                               .content_type = "application/merge-patch+json",
-                                               .timeout_usec = 5000000u},
-                                &res),
-                        0);
-                assert_int_equal(res.status, 200);
-                kube_result_done(&res);
+                call_ok(c, &(KubeRequest){.verb = KUBE_VERB_PATCH,
+                                          .method = "PATCH",
+                                          .path = "/api/v1/namespaces/ns/pods/p/status",
+                                          .body = "{}",
+                                          .content_type = "application/merge-patch+json",
+                                          .timeout_usec = 5000000u});
                 get(c);
         }
         for (size_t i = 0; i < 4; i += 2) {
