@@ -227,24 +227,36 @@ int root_open(int root_fd, const char *path, int flags, RootResolve *ret_resolve
  * "self" (a link the kernel formats at each walk) and the process's own
  * directory again at every read cost as much as the reopen itself. It is
  * opened again in a child after fork(), where it would name the parent. */
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static int kept_fd = -EBADF; /* O_PATH of /proc/self/fd, opened by kept_pid */
+static pid_t kept_pid;
+
+int root_open_kept_fd(void) {
+        int fd;
+
+        /* no getpid() here, at every scrape: after fork() the child holds
+         * the parent's copy, open all the same, until it execs */
+        (void) pthread_mutex_lock(&kept_lock);
+        fd = kept_fd;
+        (void) pthread_mutex_unlock(&kept_lock);
+        return fd;
+}
+
 static int reopen_read_only(int path_fd) {
-        static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-        static int dir_fd = -EBADF;
-        static pid_t dir_pid;
         pid_t pid = getpid();
         char name[16];
         int fd, dir;
 
-        (void) pthread_mutex_lock(&lock);
-        if (dir_fd < 0 || dir_pid != pid) {
+        (void) pthread_mutex_lock(&kept_lock);
+        if (kept_fd < 0 || kept_pid != pid) {
                 /* One inherited through fork() is left alone (the child may
                  * have closed it, and the number be another file's now):
                  * O_CLOEXEC ends it at the child's exec. */
-                dir_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
-                dir_pid = pid;
+                kept_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                kept_pid = pid;
         }
-        dir = dir_fd;
-        (void) pthread_mutex_unlock(&lock);
+        dir = kept_fd;
+        (void) pthread_mutex_unlock(&kept_lock);
 
         (void) snprintf(name, sizeof name, "%d", path_fd);
         if (dir < 0) {

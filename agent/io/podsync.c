@@ -336,7 +336,12 @@ static bool take_pod(PodSync *s, KubePod *pod) {
                         return false;
                 }
         }
-        if (s->have_pod && is_older(pod->resource_version, s->pod.resource_version))
+        /* An older state, or the very one held: the watch's echo of the
+         * agent's write and the write's answer come on two connections, in
+         * either order. */
+        if (s->have_pod &&
+            (is_older(pod->resource_version, s->pod.resource_version) ||
+             (pod->resource_version && streq_ptr(pod->resource_version, s->pod.resource_version))))
                 return true;
         kube_pod_done(&s->pod);
         s->pod = *pod;
@@ -473,7 +478,8 @@ static void on_watch_line(KubeClient *c, const char *line, size_t len, void *use
         case KUBE_EVENT_MODIFIED: {
                 /* The echo of the agent's own write, whose answer was taken
                  * (on_patch_done()): one resourceVersion is one state of the
-                 * object, nothing new to look at. */
+                 * object, nothing new to look at, not even converted
+                 * (take_pod() drops it too, in the other order). */
                 const char *rv = json_string_value(
                         json_object_get(json_object_get(ev.object, "metadata"), "resourceVersion"));
 

@@ -7,6 +7,7 @@
 
 #include "fileio.h"
 #include "process-stats.h"
+#include "root-open.h"
 
 /* /proc/self/stat is one line; comm is at most 16 bytes (TASK_COMM_LEN). */
 #define PROC_SELF_STAT_MAX_BYTES 4096u
@@ -99,6 +100,7 @@ static int read_proc_statm(char *buf, size_t size) {
 }
 
 static int count_open_fds(uint64_t *ret) {
+        int kept = root_open_kept_fd();
         struct dirent *de;
         struct stat st;
         uint64_t n = 0;
@@ -111,7 +113,7 @@ static int count_open_fds(uint64_t *ret) {
         /* Since Linux 6.2 the directory's size is the number of open
          * descriptors, counted without listing them; before, it is 0. */
         if (fstat(dirfd(proc_fd_dir), &st) == 0 && st.st_size > 0) {
-                n = (uint64_t) st.st_size - 1 - (proc_statm_fd >= 0);
+                n = (uint64_t) st.st_size - 1 - (proc_statm_fd >= 0) - (kept >= 0);
                 *ret = n;
                 return 0;
         }
@@ -122,10 +124,10 @@ static int count_open_fds(uint64_t *ret) {
 
                 if (de->d_name[0] == '.')
                         continue;
-                /* the two descriptors kept for reading these statistics are
-                 * not the agent's own */
+                /* the two descriptors kept for reading these statistics, and
+                 * the one for reopening running files, are not the agent's own */
                 fd = atoi(de->d_name);
-                if (fd == dirfd(proc_fd_dir) || fd == proc_statm_fd)
+                if (fd == dirfd(proc_fd_dir) || fd == proc_statm_fd || fd == kept)
                         continue;
                 n++;
         }

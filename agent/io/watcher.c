@@ -30,10 +30,11 @@
  * hint like any other.
  *
  * poll mode: the signature is what a read depends on: the directory's dev,
- * ino and mode; readlink(..data); then in kubelet's projection the lstat of
- * ..data and of the version it names (for a directory its identity: ino and
- * mode), in a plain directory that of each entry whose name does not start
- * with ".." (name, ino, mode, size, mtime, ctime). Kubelet's other versions,
+ * ino, mode and owner; readlink(..data); then in kubelet's projection the
+ * lstat of ..data and of the version it names when kubelet could have named
+ * it so (for a directory its identity: ino and mode), in a plain directory
+ * that of each entry whose name does not start with ".." (name, ino, mode,
+ * size, mtime, ctime). Kubelet's other versions,
  * ..data_tmp and a projection's key links change nothing a read sees.
  * Reading a file changes no part of it, so kubelet's resync is not a change.
  *
@@ -54,6 +55,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 
+#include "atomic-writer.h"
 #include "log.h"
 #include "string-table.h"
 #include "volume.h"
@@ -78,11 +80,14 @@ typedef struct DirSignature {
         int error;
         dev_t dev;
         ino_t ino;
-        mode_t mode;                  /* the directory's: a read needs its permission */
+        /* the directory's permission and owner: a read needs them */
+        mode_t mode;
+        uid_t uid;
+        gid_t gid;
         struct timespec mtime, ctime; /* the directory's, only past WATCHER_MAX_POLL_ENTRIES */
         int link_error;             /* readlink(..data): 0, or -errno (-ENOENT: plain directory) */
         char version[NAME_MAX + 1]; /* the ..data target, truncated to fit */
-        uint64_t entries_hash;      /* order-independent, over the lstat of entry_counts() ones */
+        uint64_t entries_hash; /* order-independent, over the entries' lstat (signature_read()) */
         size_t n_entries;
 } DirSignature;
 
@@ -103,7 +108,7 @@ struct Watcher {
         sd_event_source *poll_source;      /* poll mode */
         sd_event_source *signature_source; /* takes the signature once a flip's call is done */
 
-        bool pending;         /* a burst is being coalesced: the handler (or a signature) is due */
+        bool pending;         /* a burst is being coalesced: the handler is due */
         bool flipped;         /* ..data was renamed in this burst: the handler runs at once */
         uint32_t flip_cookie; /* inotify's cookie of the last flip read */
         bool flip_then_live;  /* in this burst, an event that can change what a read
@@ -201,6 +206,8 @@ static void signature_read(const char *path, DirSignature *ret) {
         sig.dev = st.st_dev;
         sig.ino = st.st_ino;
         sig.mode = st.st_mode;
+        sig.uid = st.st_uid;
+        sig.gid = st.st_gid;
 
         /* kubelet flips ..data with rename(2): the cheapest sign of an update */
         n = readlinkat(fd, VOLUME_DATA_LINK, sig.version, sizeof sig.version - 1);
@@ -215,7 +222,12 @@ static void signature_read(const char *path, DirSignature *ret) {
                  * the signature holds; key links, the next version being
                  * written, the old one removed and ..data_tmp change nothing
                  * a read sees, and no listing is needed. */
-                sig.entries_hash = entry_hash(fd, VOLUME_DATA_LINK) + entry_hash(fd, sig.version);
+                sig.entries_hash = entry_hash(fd, VOLUME_DATA_LINK);
+                /* only a name kubelet could have written: a target that leaves
+                 * the directory is not read (volume_read() says -EXDEV), and
+                 * what it names is not watched */
+                if (volume_version_is_valid(sig.version))
+                        sig.entries_hash += entry_hash(fd, sig.version);
                 sig.n_entries = 2;
                 *ret = sig;
                 return;
@@ -278,9 +290,9 @@ static bool signature_eq(const DirSignature *a, const DirSignature *b) {
                 return false;
         if (a->error)
                 return true;
-        return a->mode == b->mode && timespec_eq(&a->mtime, &b->mtime) &&
-               timespec_eq(&a->ctime, &b->ctime) && a->link_error == b->link_error &&
-               (a->link_error || streq(a->version, b->version)) &&
+        return a->mode == b->mode && a->uid == b->uid && a->gid == b->gid &&
+               timespec_eq(&a->mtime, &b->mtime) && timespec_eq(&a->ctime, &b->ctime) &&
+               a->link_error == b->link_error && (a->link_error || streq(a->version, b->version)) &&
                a->entries_hash == b->entries_hash && a->n_entries == b->n_entries;
 }
 
@@ -482,9 +494,9 @@ static int schedule_handler(Watcher *w, WatchReason reason, bool immediately) {
                 deadline = w->burst_start_usec + WATCHER_SETTLE_MAX_USEC;
         /* kubelet's rename of ..data is the update itself: whatever follows
          * in the same burst (links, removing the old version) changes nothing
-         * a read sees, so it must not postpone the call. Those later events
-         * still count: one arriving after the call starts a new burst, whose
-         * call takes the directory's new signature for watcher_verify().
+         * a read sees, so it must not postpone the call. Those of them that
+         * could change a read still count: one arriving after the call starts
+         * a new burst (kubelet's other versions and ..data_tmp start none).
          * Every flip is a call: how often a storm of them is acted on is the
          * owner's to bound (watcher.h). */
         if (immediately && !w->flipped) {
@@ -770,11 +782,12 @@ static int drain_inotify(Watcher *w) {
                            w->path);
                 r = schedule_handler(w, WATCH_REASON_OVERFLOW, false);
         } else if (live || (n_events > 0 && w->pending)) {
-                /* Only kubelet's versions and ..data_tmp: nothing to read, and
-                 * nothing the signature holds (entry_counts()), so nothing to
-                 * do either: no timer, no signature. */
                 r = schedule_handler(w, WATCH_REASON_INOTIFY, flipped);
         } else {
+                /* None, or only kubelet's other versions and ..data_tmp:
+                 * nothing to read, and nothing the signature holds
+                 * (signature_read()), so nothing to do: no timer, no
+                 * signature. */
                 r = 0;
         }
         if (r < 0)

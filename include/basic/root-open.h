@@ -61,3 +61,8 @@ int root_open_walk(int root_fd, const char *path, int flags);
  * -errno of resolving it. */
 int root_open_regular(int root_fd, const char *path, RootResolve *ret_resolve, struct statx *sx,
                       bool *ret_have_stat);
+
+/* The descriptor root_open_regular() keeps open on /proc/self/fd for its
+ * reopens (once per process, from its first call), or -EBADF: not one of
+ * the caller's own, which a count of open descriptors leaves out. */
+int root_open_kept_fd(void);

@@ -13,7 +13,7 @@
  *    it acts on the calls. Kubelet's periodic re-reads of the volume are not
  *    changes. An idle inotify watcher arms no timer and never wakes the loop.
  *  - poll: every poll interval, compares a signature of what a read depends
- *    on (the directory's identity and mode, the ..data target, and the lstat
+ *    on (the directory's identity, mode and owner, the ..data target, and the lstat
  *    of ..data and that version, or in a plain directory of each entry whose
  *    name does not start with "..", at most WATCHER_MAX_POLL_ENTRIES of them)
  *    and calls the handler when it differs.
@@ -47,9 +47,9 @@
 /* Bounds on the poll interval (also the retry interval for a lost directory). */
 #define WATCHER_MIN_POLL_USEC        (1u * 1000u)
 #define WATCHER_MAX_POLL_USEC        (86400ull * 1000u * 1000u)
-/* Entries looked at per poll; a ConfigMap volume holds a few (keys, ..data,
- * two versions for a moment). Entries past this are not part of the
- * signature. */
+/* Entries of a plain directory (one without ..data) the signature looks at;
+ * past this, the directory's own times stand in for the rest. A projection's
+ * signature is ..data and the version it names, never a listing. */
 #define WATCHER_MAX_POLL_ENTRIES     1024u
 /* inotify reads per wake-up before yielding to the rest of the loop
  * (epoll is level-triggered: what is left is read on the next iteration). */

@@ -211,6 +211,7 @@ typedef struct Server {
         char violation[512]; /* the first thing the real API server would not take */
         char uid[64];
         unsigned long rv;
+        unsigned events; /* watch events sent */
         json_t *conditions;
 } Server;
 
@@ -416,6 +417,9 @@ static bool hold(Server *s, int c, unsigned ms, unsigned long *watch_rv) {
                                 }
                                 free(chunk);
                                 *watch_rv = rv;
+                                pthread_mutex_lock(&s->lock);
+                                s->events++;
+                                pthread_mutex_unlock(&s->lock);
                         }
                 }
                 if (mono_usec() >= until)
@@ -702,6 +706,7 @@ static void server_start(json_t *conditions) {
         memset(s->n_requests, 0, sizeof s->n_requests);
         (void) snprintf(s->uid, sizeof s->uid, "%s", POD_UID);
         s->rv = 10;
+        s->events = 0;
         s->conditions = conditions ?: json_array();
         assert_non_null(s->conditions);
         s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -1007,6 +1012,8 @@ static void assert_status(bool synced, bool stopped) {
  * MODIFIED event for the agent's own write changes nothing, and is not
  * taken again (two states of the pod: the GET's, the PATCH's answer). */
 static void test_sync_patches_once(void **state) {
+        unsigned events;
+
         start(NULL);
         wait_synced();
         wait_answers(KUBE_VERB_PATCH, 200, 1);
@@ -1026,6 +1033,11 @@ static void test_sync_patches_once(void **state) {
         assert_int_equal(requests(ROUTE_EVENT), 0); /* Unknown at start is no news */
         assert_status(true, false);
         assert_int_equal(log_count_visible(), 0);
+        /* the echo came (in either order with the answer), and was not taken */
+        pthread_mutex_lock(&server.lock);
+        events = server.events;
+        pthread_mutex_unlock(&server.lock);
+        assert_int_equal(events, 1);
         assert_int_equal(fixture.pods, 2);
 
         /* a new condition: one more PATCH */

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
@@ -19,6 +20,7 @@
 
 #include "macro.h"
 #include "mountinfo-cache.h"
+#include "process-stats.h"
 #include "process.h"
 #include "root-open.h"
 #include "running.h"
@@ -1372,6 +1374,37 @@ static void test_bad_version_mount(void **state) {
         reap(a);
 }
 
+/* The descriptor kept for reopening running files is not one of the
+ * agent's own: process_open_fds leaves it out, as it does the two kept for
+ * the statistics. */
+static void test_kept_fd_not_counted(void **state) {
+        _cleanup_close_ int slash = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        struct statx sx;
+        bool have_stat;
+        ProcessStats p;
+        uint64_t listed = 0;
+        DIR *d;
+        int fd;
+
+        /* the kept descriptors exist: the reopen's and the statistics' */
+        fd = root_open_regular(slash, "/etc/passwd", NULL, &sx, &have_stat);
+        assert_true(fd >= 0);
+        (void) close(fd);
+        assert_true(root_open_kept_fd() >= 0);
+        assert_int_equal(process_stats_read(&p), 0);
+
+        d = opendir("/proc/self/fd");
+        assert_non_null(d);
+        for (struct dirent *de; (de = readdir(d));)
+                if (de->d_name[0] != '.')
+                        listed++;
+        (void) closedir(d);
+        assert_int_equal(process_stats_read(&p), 0);
+        /* less this listing's own, the statistics' two and the reopen's */
+        assert_int_equal(p.open_fds, listed - 1 - 2 - 1);
+        (void) state;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_running_root),
@@ -1391,6 +1424,7 @@ int main(void) {
                 cmocka_unit_test(test_bad_version_mount),
                 cmocka_unit_test(test_default_bind_mount),
                 cmocka_unit_test(test_mountinfo_cache),
+                cmocka_unit_test(test_kept_fd_not_counted),
         };
         return unit_skip_status(cmocka_run_group_tests(tests, setup, teardown));
 }

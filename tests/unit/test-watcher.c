@@ -1168,6 +1168,61 @@ static void test_poll_many_entries(void **state) {
         assert_int_equal(ctx.last_reason, WATCH_REASON_POLL);
 }
 
+/* Writes text to path in place: the same inode when it exists. */
+static void write_file(const char *path, const char *text) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, text, strlen(text)), (ssize_t) strlen(text));
+}
+
+/* A plain directory (no ..data), polled: what a read goes through counts
+ * (a key rewritten in place, a new key, the directory's permission), names
+ * that start with ".." do not. */
+static void test_poll_plain_directory(void **state) {
+        char plain[sizeof top + 16], path[sizeof top + 64];
+        Watcher *w = NULL;
+        Ctx c = {};
+        unsigned before;
+
+        (void) snprintf(plain, sizeof plain, "%s/plain", top);
+        assert_int_equal(mkdir(plain, 0755), 0);
+        (void) snprintf(path, sizeof path, "%s/" K_CONF, plain);
+        write_file(path, "ENROOT_REMAP_ROOT=yes\n");
+        ctx_reset(&c, plain);
+        assert_int_equal(watcher_new(event, plain, WATCH_POLL, POLL_USEC, on_change, &c, &w), 0);
+        polls(event, 2);
+        assert_int_equal(c.calls, 0);
+
+        /* a key rewritten in place: no new inode, only its size and times */
+        write_file(path, "ENROOT_REMAP_ROOT=no\n");
+        polls(event, 2);
+        assert_int_equal(c.calls, 1);
+        assert_int_equal(c.last_reason, WATCH_REASON_POLL);
+        assert_string_equal(c.conf, "ENROOT_REMAP_ROOT=no\n");
+
+        /* a name no read goes through */
+        before = c.calls;
+        (void) snprintf(path, sizeof path, "%s/..hidden", plain);
+        write_file(path, "x\n");
+        polls(event, 3);
+        assert_int_equal(c.calls, before);
+
+        /* a new key, then the directory's permission */
+        (void) snprintf(path, sizeof path, "%s/" K_EXTRA, plain);
+        write_file(path, "X=1\n");
+        polls(event, 2);
+        assert_int_equal(c.calls, before + 1);
+        assert_int_equal(c.extra_error, 0);
+        assert_int_equal(chmod(plain, 0700), 0);
+        polls(event, 2);
+        assert_int_equal(c.calls, before + 2);
+
+        watcher_free(w);
+        ctx_reset(&c, NULL);
+        (void) state;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Fallback, for real: inotify limits lowered to 0 in a child's own user
  * namespace (fs.inotify.max_user_* are per user namespace there, as
@@ -1535,6 +1590,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_inert_versions, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_settle_cap, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_poll_many_entries, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_poll_plain_directory, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fallback, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_verify_missed_change, setup, teardown),
         };
