@@ -222,11 +222,6 @@ int root_open(int root_fd, const char *path, int flags, RootResolve *ret_resolve
         return fd;
 }
 
-/* Reopens an O_PATH fd as O_RDONLY through /proc/self/fd/N. The directory
- * /proc/self/fd is opened once per process and kept: walking "/proc",
- * "self" (a link the kernel formats at each walk) and the process's own
- * directory again at every read cost as much as the reopen itself. It is
- * opened again in a child after fork(), where it would name the parent. */
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 static int kept_fd = -EBADF; /* O_PATH of /proc/self/fd, opened by kept_pid */
 static pid_t kept_pid;
@@ -242,6 +237,12 @@ int root_open_kept_fd(void) {
         return fd;
 }
 
+/* Reopens an O_PATH fd as O_RDONLY through /proc/self/fd/N. The directory
+ * /proc/self/fd is opened once per process and kept: walking "/proc",
+ * "self" (a link the kernel formats at each walk) and the process's own
+ * directory again at every read cost as much as the reopen itself. It is
+ * opened again in a child after fork(), where the kept one names the
+ * parent's descriptors; without it, the path is walked as before. */
 static int reopen_read_only(int path_fd) {
         pid_t pid = getpid();
         char name[16];

@@ -22,9 +22,9 @@
  * (Kubernetes refuses such keys: they are version directories and
  * ..data_tmp, which no read goes through), it calls nothing, arms no timer
  * and takes no signature (the signature leaves those names out); a link for
- * a new key still calls the handler. The inotify
- * source runs before the loop's other sources of the same turn (a scrape that
- * arrives with a change is answered after the change is looked at), and after
+ * a new key still calls the handler. The inotify source runs before the
+ * loop's other sources of the same turn (a scrape that arrives with a change
+ * is answered after the change is looked at), and after
  * a flip's call the signature for watcher_verify() is taken once the loop is
  * idle, not before the call. An inotify queue overflow (IN_Q_OVERFLOW) is a
  * hint like any other.
@@ -34,8 +34,8 @@
  * lstat of ..data and of the version it names when kubelet could have named
  * it so (for a directory its identity: ino and mode), in a plain directory
  * that of each entry whose name does not start with ".." (name, ino, mode,
- * size, mtime, ctime). Kubelet's other versions,
- * ..data_tmp and a projection's key links change nothing a read sees.
+ * size, mtime, ctime). Kubelet's other versions, ..data_tmp and a
+ * projection's key links change nothing a read sees.
  * Reading a file changes no part of it, so kubelet's resync is not a change.
  *
  * auto mode falls back to polling, for good, when inotify_init1() fails
@@ -247,7 +247,7 @@ static void signature_read(const char *path, DirSignature *ret) {
                 }
                 if (len == 0)
                         break;
-                for (ssize_t off = 0; off < len && !full;) {
+                for (ssize_t off = 0; off < len;) {
                         const struct dirent64 *de = (const struct dirent64 *) (buf + off);
 
                         off += de->d_reclen;
@@ -266,7 +266,7 @@ static void signature_read(const char *path, DirSignature *ret) {
                         break;
         }
         /* Past the bound, the directory's own times stand in for the entries
-         * left out (any of kubelet's changes moves them too). */
+         * left out (adding, removing or renaming any of them moves them). */
         if (full) {
                 sig.mtime = st.st_mtim;
                 sig.ctime = st.st_ctim;
@@ -404,8 +404,9 @@ static int on_idle_signature(_unused_ sd_event_source *s, void *userdata) {
 /* After a flip's call: the signature (an lstat of ..data and of the version
  * it names, while kubelet is still removing the old version, which contends
  * for the same directory) waits until the loop has nothing else to do, so
- * the new state is served first. A change in between is reported by inotify like any other;
- * watcher_verify() finds the signature taken, or takes it itself. */
+ * the new state is served first. A change in between is reported by inotify
+ * like any other; watcher_verify() finds the signature taken, or takes it
+ * itself. */
 static void defer_signature(Watcher *w) {
         int r;
 
