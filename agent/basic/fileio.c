@@ -70,6 +70,14 @@ int read_stream_bounded(int fd, size_t max_bytes, char **ret_data, size_t *ret_l
         return read_sized(fd, max_bytes, SIZE_MAX, ret_data, ret_len);
 }
 
+int read_regular_bounded(int fd, size_t max_bytes, uint64_t size, char **ret_data,
+                         size_t *ret_len) {
+        if (size > max_bytes)
+                return -EFBIG;
+        /* The size may change under us: read_sized() enforces the cap again. */
+        return read_sized(fd, max_bytes, (size_t) size, ret_data, ret_len);
+}
+
 int read_fd_bounded(int fd, size_t max_bytes, char **ret_data, size_t *ret_len) {
         struct stat st;
 
@@ -79,11 +87,7 @@ int read_fd_bounded(int fd, size_t max_bytes, char **ret_data, size_t *ret_len) 
                 return -EISDIR;
         if (!S_ISREG(st.st_mode))
                 return -EBADFD;
-        if ((unsigned long long) st.st_size > max_bytes)
-                return -EFBIG;
-
-        /* The size may change under us: read_sized() enforces the cap again. */
-        return read_sized(fd, max_bytes, (size_t) st.st_size, ret_data, ret_len);
+        return read_regular_bounded(fd, max_bytes, (uint64_t) st.st_size, ret_data, ret_len);
 }
 
 int read_file_at(int dir_fd, const char *path, int open_flags, size_t max_bytes, char **ret_data,

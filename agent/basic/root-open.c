@@ -223,14 +223,35 @@ int root_open(int root_fd, const char *path, int flags, RootResolve *ret_resolve
 }
 
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-static int kept_fd = -EBADF; /* O_PATH of /proc/self/fd, opened by kept_pid */
-static pid_t kept_pid;
+static int kept_fd = -EBADF; /* O_PATH of /proc/self/fd */
+static bool kept_inherited;  /* kept_fd is the parent's: this is a child of fork() */
+static bool kept_tracked;    /* the handlers below are registered */
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+
+/* fork() waits for a reopen under way, so the child's lock is free and the
+ * descriptor it inherits is the one just decided on. */
+static void kept_prepare(void) {
+        (void) pthread_mutex_lock(&kept_lock);
+}
+
+static void kept_parent(void) {
+        (void) pthread_mutex_unlock(&kept_lock);
+}
+
+static void kept_child(void) {
+        kept_inherited = true;
+        (void) pthread_mutex_unlock(&kept_lock);
+}
+
+static void kept_register(void) {
+        kept_tracked = pthread_atfork(kept_prepare, kept_parent, kept_child) == 0;
+}
 
 int root_open_kept_fd(void) {
         int fd;
 
-        /* no getpid() here, at every scrape: after fork() the child holds
-         * the parent's copy, open all the same, until it execs */
+        /* after fork() the child holds the parent's copy, open all the
+         * same, until it execs */
         (void) pthread_mutex_lock(&kept_lock);
         fd = kept_fd;
         (void) pthread_mutex_unlock(&kept_lock);
@@ -240,21 +261,22 @@ int root_open_kept_fd(void) {
 /* Reopens an O_PATH fd as O_RDONLY through /proc/self/fd/N. The directory
  * /proc/self/fd is opened once per process and kept: walking "/proc",
  * "self" (a link the kernel formats at each walk) and the process's own
- * directory again at every read cost as much as the reopen itself. It is
- * opened again in a child after fork(), where the kept one names the
- * parent's descriptors; without it, the path is walked as before. */
+ * directory again at every read cost as much as the reopen itself. A child
+ * of fork() opens its own (the kept one names the parent's descriptors);
+ * the fork handlers say when, with no getpid() per read. Without them, the
+ * path is walked as before. */
 static int reopen_read_only(int path_fd) {
-        pid_t pid = getpid();
         char name[16];
         int fd, dir;
 
+        (void) pthread_once(&kept_once, kept_register);
         (void) pthread_mutex_lock(&kept_lock);
-        if (kept_fd < 0 || kept_pid != pid) {
+        if (kept_tracked && (kept_fd < 0 || kept_inherited)) {
                 /* One inherited through fork() is left alone (the child may
                  * have closed it, and the number be another file's now):
                  * O_CLOEXEC ends it at the child's exec. */
                 kept_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
-                kept_pid = pid;
+                kept_inherited = false;
         }
         dir = kept_fd;
         (void) pthread_mutex_unlock(&kept_lock);
@@ -295,6 +317,7 @@ int root_open_regular(int root_fd, const char *path, RootResolve *ret_resolve, s
                         .stx_ino = st.st_ino,
                         .stx_nlink = (uint32_t) st.st_nlink,
                         .stx_mode = (uint16_t) st.st_mode,
+                        .stx_size = (uint64_t) st.st_size,
                 };
         }
         *ret_have_stat = true;
@@ -303,10 +326,15 @@ int root_open_regular(int root_fd, const char *path, RootResolve *ret_resolve, s
                 return -EISDIR;
         if (!S_ISREG(sx->stx_mode))
                 return -EBADFD;
-        if (fstatfs(path_fd, &sfs) < 0)
-                return negative_errno();
-        if (sfs.f_type == PROC_SUPER_MAGIC || sfs.f_type == SYSFS_MAGIC)
-                return -EMEDIUMTYPE;
+        /* procfs and sysfs, as every file system without a block device
+         * (tmpfs, overlayfs), have a device number of major 0: only those
+         * need asking which file system they are. */
+        if (sx->stx_dev_major == 0) {
+                if (fstatfs(path_fd, &sfs) < 0)
+                        return negative_errno();
+                if (sfs.f_type == PROC_SUPER_MAGIC || sfs.f_type == SYSFS_MAGIC)
+                        return -EMEDIUMTYPE;
+        }
 
         return reopen_read_only(path_fd);
 }

@@ -64,6 +64,7 @@ struct Httpd {
         sd_event *event;
         sd_event_source *io;       /* libmicrohttpd's epoll descriptor */
         sd_event_source *timer;    /* libmicrohttpd's next timeout */
+        sd_event_source *again;    /* runs libmicrohttpd once more on the loop's next turn */
         sd_event_source *deadline; /* the first request deadline of the waiting list */
         sd_event_source *hold_end; /* a hold's limit (HTTPD_HOLD_MAX_USEC) */
         struct MHD_Daemon *mhd;
@@ -513,6 +514,15 @@ static void rearm_timer(Httpd *h) {
                 log_debug_errno(r, "Cannot arm the HTTP timer: %m");
 }
 
+/* A defer source, not a timer due now: no kernel timer to set and reset. */
+static bool run_again(Httpd *h) {
+        int r = sd_event_source_set_enabled(h->again, SD_EVENT_ONESHOT);
+
+        if (r < 0)
+                log_debug_errno(r, "Cannot run libmicrohttpd again: %m");
+        return r >= 0;
+}
+
 static void run_mhd(Httpd *h) {
         h->closed_in_run = false;
         h->in_run = true;
@@ -525,15 +535,8 @@ static void run_mhd(Httpd *h) {
          * within this run, nothing would wake the loop again (no connection,
          * no timeout), and the agent would never accept again: run once more
          * on the next turn. */
-        if (h->closed_in_run) {
-                int r = sd_event_source_set_time_relative(h->timer, 0);
-                if (r >= 0)
-                        r = sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
-                if (r >= 0)
-                        return;
-                log_debug_errno(r, "Cannot arm the HTTP timer: %m");
-        }
-        rearm_timer(h);
+        if (!h->closed_in_run || !run_again(h))
+                rearm_timer(h);
 }
 
 static bool address_is_local(const struct sockaddr *sa) {
@@ -727,6 +730,11 @@ static int on_mhd_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+static int on_again(sd_event_source *s, void *userdata) {
+        run_mhd(userdata);
+        return 0;
+}
+
 void httpd_hold(Httpd *h) {
         if (!h || h->stopping || h->holding)
                 return;
@@ -735,21 +743,14 @@ void httpd_hold(Httpd *h) {
 }
 
 void httpd_answer_waiting(Httpd *h) {
-        int r;
-
         if (!h || h->stopping)
                 return;
         release(h);
-        if (!h->in_run) {
+        if (!h->in_run)
                 run_mhd(h);
-                return;
-        }
-        /* inside MHD_run(): the held requests are answered on the next turn */
-        r = sd_event_source_set_time_relative(h->timer, 0);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
-        if (r < 0)
-                log_debug_errno(r, "Cannot arm the HTTP timer: %m");
+        else
+                /* inside MHD_run(): the held requests are answered on the next turn */
+                (void) run_again(h);
 }
 
 void httpd_release(Httpd *h) {
@@ -838,6 +839,7 @@ Httpd *httpd_free(Httpd *h) {
         h->stopping = true;
         sd_event_source_disable_unref(h->io);
         sd_event_source_disable_unref(h->timer);
+        sd_event_source_disable_unref(h->again);
         sd_event_source_disable_unref(h->deadline);
         sd_event_source_disable_unref(h->hold_end);
         /* libmicrohttpd must not be stopped with a connection suspended;
@@ -939,6 +941,11 @@ int httpd_start(sd_event *e, const HttpdListen *listen, const HttpdLimits *limit
         if (r < 0)
                 return fail(r, listen, ret_error);
         (void) sd_event_source_set_description(h->timer, "httpd-timer");
+        r = sd_event_add_defer(e, &h->again, on_again, h);
+        if (r < 0)
+                return fail(r, listen, ret_error);
+        (void) sd_event_source_set_enabled(h->again, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(h->again, "httpd-again");
         rearm_timer(h);
 
         *ret = TAKE_PTR(h);

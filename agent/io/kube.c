@@ -407,14 +407,47 @@ static void run_timeout(KubeClient *c) {
         dispatch(c);
 }
 
+static int on_curl_timer(CURLM *multi, long timeout_ms, void *userdata);
+
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        run_timeout(userdata);
+        KubeClient *c = userdata;
+        int enabled = SD_EVENT_OFF;
+        long ms;
+
+        run_timeout(c);
+        /* Fired before curl's deadline (by what curl's milliseconds round
+         * off), the call finds nothing due, and curl, whose deadline has not
+         * changed, does not ask for it again: ask it, rather than wait for
+         * another event. */
+        if (sd_event_source_get_enabled(c->timer, &enabled) >= 0 && enabled == SD_EVENT_OFF &&
+            sd_event_source_get_enabled(c->now, &enabled) >= 0 && enabled == SD_EVENT_OFF &&
+            curl_multi_timeout(c->multi, &ms) == CURLM_OK && ms >= 0)
+                (void) on_curl_timer(c->multi, ms, c);
         return 0;
 }
 
 static int on_now(sd_event_source *s, void *userdata) {
         run_timeout(userdata);
         return 0;
+}
+
+/* curl counts in milliseconds, and after each request it hands over, it
+ * asks again for the deadline it asked for before (another transfer's),
+ * rounded to the millisecond from a later now. A timer already set within a
+ * millisecond of it is that deadline: leaving it spares the kernel timer a
+ * reprogramming per request. Late, curl is called under a millisecond
+ * late; early, on_timer() asks curl for the rest. */
+static bool timer_holds(sd_event_source *timer, uint64_t usec) {
+        uint64_t at, now, want;
+        int enabled;
+
+        if (sd_event_source_get_enabled(timer, &enabled) < 0 || enabled == SD_EVENT_OFF)
+                return false;
+        if (sd_event_source_get_time(timer, &at) < 0 ||
+            sd_event_now(sd_event_source_get_event(timer), CLOCK_MONOTONIC, &now) < 0)
+                return false;
+        want = usec > UINT64_MAX - now ? UINT64_MAX : now + usec;
+        return at <= want ? want - at < 1000u : at - want < 1000u;
 }
 
 static int on_curl_timer(CURLM *multi, long timeout_ms, void *userdata) {
@@ -427,11 +460,13 @@ static int on_curl_timer(CURLM *multi, long timeout_ms, void *userdata) {
                 return sd_event_source_set_enabled(c->timer, SD_EVENT_OFF) < 0 ? -1 : 0;
         /* curl asks not to be called back from inside this callback: the loop
          * runs it on its next turn. 0 ms (every request handed to libcurl)
-         * needs no kernel timer for that. */
-        if (timeout_ms == 0) {
-                (void) sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
+         * needs no kernel timer for that. The timer is left as it is: curl
+         * asks for its deadline again after the run (timer_holds()), and one
+         * that fires meanwhile only has curl look. */
+        if (timeout_ms == 0)
                 return sd_event_source_set_enabled(c->now, SD_EVENT_ONESHOT) < 0 ? -1 : 0;
-        }
+        if (timer_holds(c->timer, (uint64_t) timeout_ms * 1000u))
+                return 0;
         r = sd_event_source_set_time_relative(c->timer, (uint64_t) timeout_ms * 1000u);
         if (r >= 0)
                 r = sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);

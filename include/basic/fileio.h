@@ -5,6 +5,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Reads a whole regular file relative to dir_fd (AT_FDCWD for the working
  * directory), refusing anything larger than max_bytes.
@@ -20,6 +21,10 @@ int read_file_at(int dir_fd, const char *path, int open_flags, size_t max_bytes,
 
 /* Same, from an already open descriptor (not closed here). */
 int read_fd_bounded(int fd, size_t max_bytes, char **ret_data, size_t *ret_len);
+
+/* Same, from a descriptor the caller has already found to be a regular file
+ * of this size (its statx() or fstat(), of the same inode): no fstat() here. */
+int read_regular_bounded(int fd, size_t max_bytes, uint64_t size, char **ret_data, size_t *ret_len);
 
 /* Reads all of stdin (or any stream-like fd, pipes included) up to max_bytes. */
 int read_stream_bounded(int fd, size_t max_bytes, char **ret_data, size_t *ret_len);

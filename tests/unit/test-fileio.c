@@ -96,6 +96,34 @@ static void test_sizes(void **state) {
         }
 }
 
+/* The size a caller took before opening is a hint: a file that grew or
+ * shrank since is still read whole; one over the cap is refused unread. */
+static void test_given_size(void **state) {
+        static const uint64_t given[] = {0, 1, 9, 10, 11, 4096, 100};
+        static const char text[] = "ten bytes\n";
+
+        write_at("given", text, 10);
+        for (size_t i = 0; i < ELEMENTSOF(given); i++) {
+                _cleanup_close_ int fd = openat(dir_fd, "given", O_RDONLY | O_CLOEXEC);
+                _cleanup_free_ char *data = NULL;
+                size_t len = 0;
+
+                assert_true(fd >= 0);
+                assert_int_equal(read_regular_bounded(fd, 4096, given[i], &data, &len), 0);
+                assert_int_equal(len, 10);
+                assert_memory_equal(data, text, 11);
+        }
+        {
+                _cleanup_close_ int fd = openat(dir_fd, "given", O_RDONLY | O_CLOEXEC);
+                char *data = NULL;
+                size_t len = 0;
+
+                assert_int_equal(read_regular_bounded(fd, 50, 51, &data, &len), -EFBIG);
+                assert_null(data);
+        }
+        (void) state;
+}
+
 static void test_stream(void **state) {
         int p[2];
         char *data = NULL;
@@ -118,9 +146,8 @@ static void test_stream(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_regular),
-                cmocka_unit_test(test_limits_and_types),
-                cmocka_unit_test(test_sizes),
+                cmocka_unit_test(test_regular), cmocka_unit_test(test_limits_and_types),
+                cmocka_unit_test(test_sizes),   cmocka_unit_test(test_given_size),
                 cmocka_unit_test(test_stream),
         };
         return cmocka_run_group_tests(tests, setup, teardown);

@@ -30,9 +30,11 @@
 #define NO_HEADER "(no Authorization header)"
 
 /* ---------------------------------------------------------------------------
- * The server: one request per connection, answered "{}" and closed. One at a
- * time, static, so that a failed assertion (cmocka leaves the test with a
- * longjmp) still finds it to stop in the teardown. */
+ * The server: one request per connection, answered "{}" and closed; a request
+ * for /hang is recorded and never answered (its connection is held open until
+ * the server stops). One at a time, static, so that a failed assertion
+ * (cmocka leaves the test with a longjmp) still finds it to stop in the
+ * teardown. */
 
 typedef struct Server {
         int fd;
@@ -44,6 +46,8 @@ typedef struct Server {
         char seen[MAX_SEEN][128];  /* Authorization values, or NO_HEADER */
         char lines[MAX_SEEN][128]; /* the request line, and "+type" with a Content-Type */
         size_t n_seen;
+        int held[MAX_SEEN]; /* connections of /hang, never answered */
+        size_t n_held;
 } Server;
 
 static Server server = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
@@ -101,6 +105,10 @@ static void *server_run(void *arg) {
                 head[got] = '\0';
                 if (strstr(head, "\r\n\r\n")) {
                         record(s, head);
+                        if (strncmp(head, "GET /hang ", 10) == 0 && s->n_held < MAX_SEEN) {
+                                s->held[s->n_held++] = c;
+                                continue;
+                        }
                         (void) !send(c, answer, sizeof answer - 1, MSG_NOSIGNAL);
                 }
                 close(c);
@@ -138,6 +146,8 @@ static int server_stop(void **state) {
                 (void) pthread_join(s->thread, NULL);
                 s->running = false;
         }
+        while (s->n_held > 0)
+                close(s->held[--s->n_held]);
         if (s->fd >= 0)
                 close(s->fd);
         s->fd = -1;
@@ -405,6 +415,73 @@ static void test_calls_in_turn(void **state) {
         (void) state;
 }
 
+typedef struct Hung {
+        bool done;
+        int error;
+        long status;
+} Hung;
+
+static void on_hung_done(KubeClient *c, const KubeResponse *r, void *userdata) {
+        Hung *h = userdata;
+
+        h->done = true;
+        h->error = r->error;
+        h->status = r->status;
+        (void) c;
+}
+
+/* A GET of /hang, which the server never answers. */
+static void start_hung(KubeClient *c, uint64_t timeout_usec, Hung *h) {
+        KubeRequest req = {.verb = KUBE_VERB_GET,
+                           .method = "GET",
+                           .path = "/hang",
+                           .timeout_usec = timeout_usec,
+                           .on_done = on_hung_done,
+                           .userdata = h};
+
+        assert_int_equal(kube_call_start(c, &req, NULL), 0);
+}
+
+/* A call never answered ends at its timeout, earlier than the one before it
+ * (libcurl asks for a new deadline, earlier than the timer set), while calls
+ * that come and go meanwhile each have libcurl ask for the same deadline
+ * again (the client keeps the timer it set for it). */
+static void test_timeout_among_calls(void **state) {
+        Server *s = server_start();
+        sd_event *event = NULL;
+        KubeClient *c = plain_client(s, &event);
+        Hung first = {}, second = {};
+        uint64_t start, took;
+
+        start_hung(c, 4000000u, &first);
+        /* until libcurl's own first timeouts are past: the timer is set for
+         * the first call's deadline */
+        start = now_usec();
+        while (now_usec() - start < 400000u)
+                assert_true(sd_event_run(event, 100000u) >= 0);
+        get(c);
+        start = now_usec();
+        start_hung(c, 700000u, &second);
+        for (int i = 0; i < 5; i++)
+                get(c);
+        assert_false(second.done);
+        while (!second.done && now_usec() - start < 5000000u)
+                assert_true(sd_event_run(event, 100000u) >= 0);
+        took = now_usec() - start;
+
+        assert_true(second.done);
+        assert_int_equal(second.error, -ETIMEDOUT);
+        assert_true(took >= 700000u);
+        assert_true(took < 2000000u);
+        assert_false(first.done);
+        assert_string_equal(seen_line(s, 0), "GET /hang HTTP/1.1");
+
+        kube_client_free(c);
+        sd_event_unref(event);
+        (void) server_stop(NULL);
+        (void) state;
+}
+
 /* http only to this machine, the host compared whole: a prefix test passed
  * a user name that looks like an address, and names that start like one. */
 static void test_api_url(void **state) {
@@ -454,6 +531,7 @@ int main(void) {
                 cmocka_unit_test(test_api_url),
                 cmocka_unit_test_teardown(test_no_token, server_stop),
                 cmocka_unit_test_teardown(test_calls_in_turn, server_stop),
+                cmocka_unit_test_teardown(test_timeout_among_calls, server_stop),
                 cmocka_unit_test_teardown(test_token_rotation, server_stop),
                 cmocka_unit_test_teardown(test_token_default_age, server_stop),
         };

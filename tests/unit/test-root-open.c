@@ -382,6 +382,28 @@ static void test_regular_only(void **state) {
         assert_int_equal(root_open_regular(slash, "/proc/self/environ", NULL, &sx, &have_stat),
                          -EMEDIUMTYPE);
         assert_true(have_stat);
+        /* sysfs, and a regular file on tmpfs: all three have no block device
+         * (major 0), tmpfs alone holds files */
+        assert_int_equal(
+                root_open_regular(slash, "/sys/kernel/uevent_seqnum", NULL, &sx, &have_stat),
+                -EMEDIUMTYPE);
+        assert_true(have_stat);
+        assert_int_equal(sx.stx_dev_major, 0);
+        {
+                char path[] = "/dev/shm/test-root-open.XXXXXX";
+                _cleanup_close_ int tmp = mkstemp(path);
+
+                assert_true(tmp >= 0);
+                assert_int_equal(write(tmp, "on tmpfs\n", 9), 9);
+                fd = root_open_regular(slash, path, NULL, &sx, &have_stat);
+                (void) unlink(path);
+                assert_true(fd >= 0);
+                assert_int_equal(sx.stx_dev_major, 0);
+                assert_int_equal(sx.stx_size, 9);
+                assert_int_equal(read(fd, buf, sizeof buf), 9);
+                assert_memory_equal(buf, "on tmpfs\n", 9);
+                (void) close(fd);
+        }
 }
 
 /* A child after fork() reopens its own file: /proc/self/fd, kept open from
