@@ -945,6 +945,11 @@ int httpd_start(sd_event *e, const HttpdListen *listen, const HttpdLimits *limit
         if (r < 0)
                 return fail(r, listen, ret_error);
         (void) sd_event_source_set_enabled(h->again, SD_EVENT_OFF);
+        /* A defer source stays pending with the turn it was made on, so at
+         * the priority of the rest it would come before all of them, turn
+         * after turn, while every run closes a connection (a flood of
+         * scrapes): one step lower, it waits for what is ready. */
+        (void) sd_event_source_set_priority(h->again, SD_EVENT_PRIORITY_NORMAL + 1);
         (void) sd_event_source_set_description(h->again, "httpd-again");
         rearm_timer(h);
 

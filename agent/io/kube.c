@@ -415,10 +415,10 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         long ms;
 
         run_timeout(c);
-        /* Fired before curl's deadline (by what curl's milliseconds round
-         * off), the call finds nothing due, and curl, whose deadline has not
-         * changed, does not ask for it again: ask it, rather than wait for
-         * another event. */
+        /* curl announces its next deadline after every run for a timeout,
+         * early ones included (it forgets the one it announced last). Should
+         * a run end without one, while curl still has a deadline, ask for
+         * it, rather than wait for another event. */
         if (sd_event_source_get_enabled(c->timer, &enabled) >= 0 && enabled == SD_EVENT_OFF &&
             sd_event_source_get_enabled(c->now, &enabled) >= 0 && enabled == SD_EVENT_OFF &&
             curl_multi_timeout(c->multi, &ms) == CURLM_OK && ms >= 0)
@@ -431,12 +431,13 @@ static int on_now(sd_event_source *s, void *userdata) {
         return 0;
 }
 
-/* curl counts in milliseconds, and after each request it hands over, it
- * asks again for the deadline it asked for before (another transfer's),
+/* curl counts in milliseconds, and after each run for a timeout (every
+ * request it is handed starts with one, c->now) it announces its next
+ * deadline again: often the one it announced before (another transfer's),
  * rounded to the millisecond from a later now. A timer already set within a
  * millisecond of it is that deadline: leaving it spares the kernel timer a
- * reprogramming per request. Late, curl is called under a millisecond
- * late; early, on_timer() asks curl for the rest. */
+ * reprogramming per request. Late, curl is called under a millisecond late;
+ * early, it finds nothing due and announces the deadline again. */
 static bool timer_holds(sd_event_source *timer, uint64_t usec) {
         uint64_t at, now, want;
         int enabled;

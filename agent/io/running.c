@@ -267,14 +267,16 @@ static int view_read_files(const RunningConfig *cfg, RunningView *v, int root_fd
                 }
                 if (fd < 0)
                         f->error = fd;
-                else if (sx.stx_mask & STATX_SIZE)
+                else {
                         /* statx() above was of this very inode */
-                        f->error = read_regular_bounded(fd, v->max_bytes, sx.stx_size, &f->content,
-                                                        &f->size);
-                else
-                        f->error = read_fd_bounded(fd, v->max_bytes, &f->content, &f->size);
-                if (f->error == -ENOMEM)
-                        return -ENOMEM;
+                        if (sx.stx_mask & STATX_SIZE)
+                                f->error = read_regular_bounded(fd, v->max_bytes, sx.stx_size,
+                                                                &f->content, &f->size);
+                        else
+                                f->error = read_fd_bounded(fd, v->max_bytes, &f->content, &f->size);
+                        if (f->error == -ENOMEM)
+                                return -ENOMEM;
+                }
 
                 if (mi) {
                         _cleanup_free_ char *mount_point =

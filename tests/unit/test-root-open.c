@@ -382,8 +382,9 @@ static void test_regular_only(void **state) {
         assert_int_equal(root_open_regular(slash, "/proc/self/environ", NULL, &sx, &have_stat),
                          -EMEDIUMTYPE);
         assert_true(have_stat);
-        /* sysfs, and a regular file on tmpfs: all three have no block device
-         * (major 0), tmpfs alone holds files */
+        assert_int_equal(sx.stx_dev_major, 0);
+        /* procfs, sysfs and tmpfs all have device major 0; of the three,
+         * only tmpfs holds files to read */
         assert_int_equal(
                 root_open_regular(slash, "/sys/kernel/uevent_seqnum", NULL, &sx, &have_stat),
                 -EMEDIUMTYPE);
@@ -396,7 +397,7 @@ static void test_regular_only(void **state) {
                 assert_true(tmp >= 0);
                 assert_int_equal(write(tmp, "on tmpfs\n", 9), 9);
                 fd = root_open_regular(slash, path, NULL, &sx, &have_stat);
-                (void) unlink(path);
+                assert_int_equal(unlink(path), 0);
                 assert_true(fd >= 0);
                 assert_int_equal(sx.stx_dev_major, 0);
                 assert_int_equal(sx.stx_size, 9);
