@@ -1365,6 +1365,75 @@ static void test_idle_no_wakeups(void **state) {
         server_stop(&s);
 }
 
+/* A flood of scrapes, each on a connection of its own that the server
+ * closes: a run of libmicrohttpd that closes one asks for another run on the
+ * loop's next turn. The rest of the loop (here a timer; in the agent the
+ * kube client, the watcher's timers, SIGTERM) must not wait behind those. */
+typedef struct Flood {
+        uint16_t port;
+        uint64_t until;
+        unsigned answered;
+} Flood;
+
+static void *flood_main(void *arg) {
+        Flood *f = arg;
+        static const char request[] = GET("/healthz");
+
+        while (now_usec() < f->until) {
+                char buf[512];
+                int fd = connect_port(NULL, f->port, HANG_USEC);
+
+                if (fd < 0)
+                        continue;
+                if (send_all(fd, request, sizeof request - 1) == 0) {
+                        while (recv(fd, buf, sizeof buf, 0) > 0)
+                                ;
+                        __atomic_fetch_add(&f->answered, 1, __ATOMIC_RELAXED);
+                }
+                (void) close(fd);
+        }
+        return NULL;
+}
+
+static void flood_run(void *arg) {
+        pthread_t t[4];
+
+        for (size_t i = 0; i < ELEMENTSOF(t); i++)
+                assert_int_equal(pthread_create(&t[i], NULL, flood_main, arg), 0);
+        for (size_t i = 0; i < ELEMENTSOF(t); i++)
+                assert_int_equal(pthread_join(t[i], NULL), 0);
+}
+
+static int on_due(sd_event_source *src, uint64_t usec, void *userdata) {
+        *(uint64_t *) userdata = now_usec();
+        return 0;
+}
+
+static void test_flood_leaves_room(void **state) {
+        HttpdLimits lim = HTTPD_LIMITS_DEFAULT;
+        sd_event_source *timer = NULL;
+        uint64_t due, fired = 0;
+        Server s = {};
+        Flood f = {};
+
+        s.report = sample_current();
+        server_start(&s, &lim);
+        f.port = s.port;
+        f.until = now_usec() + 1500u * 1000u;
+        due = now_usec() + 300u * 1000u;
+        assert_int_equal(
+                sd_event_add_time(s.event, &timer, CLOCK_MONOTONIC, due, 1, on_due, &fired), 0);
+        serve_while(&s, flood_run, &f);
+        print_message("flood: %u scrapes answered; the timer ran %" PRIu64 " ms late\n", f.answered,
+                      fired ? (fired - due) / 1000u : 0);
+        assert_true(f.answered > 0);
+        assert_true(fired >= due);
+        assert_true(fired - due < 300u * 1000u);
+
+        sd_event_source_disable_unref(timer);
+        server_stop(&s);
+}
+
 typedef struct EvictRun {
         uint16_t port;
         bool no_alias;          /* 127.0.0.2 and up cannot be bound here */
@@ -2027,6 +2096,7 @@ int main(void) {
                 cmocka_unit_test(test_hostile_requests),
                 cmocka_unit_test(test_slow_client),
                 cmocka_unit_test(test_connection_limits),
+                cmocka_unit_test(test_flood_leaves_room),
                 cmocka_unit_test(test_port_in_use),
                 cmocka_unit_test(test_port_zero),
                 cmocka_unit_test(test_check_server),
