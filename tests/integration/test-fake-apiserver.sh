@@ -603,6 +603,10 @@ expect_eq "still serving after garbage" 200 "$(api GET "$BASE/pods/login-0")"
 RBAC_FAKE_PID=
 rbac_fake() { # ARGS...: a server on the same pods and token; sets RAPI
         [ -z "$RBAC_FAKE_PID" ] || { kill "$RBAC_FAKE_PID"; wait "$RBAC_FAKE_PID" 2>/dev/null || true; }
+        # emptied before the job starts, as start_agent does: the job's own
+        # redirection comes later, and until then the wait below would find
+        # the port of the server just stopped
+        : >"$WORK/rfake.out"
         "$FAKE" --pods "$WORK/pods.json" --token-file "$WORK/token" --tls-cert "$WORK/pki/server.crt" \
                 --tls-key "$WORK/pki/server.key" --port 0 --control-port 0 "$@" \
                 >"$WORK/rfake.out" 2>"$WORK/rfake.err" &
