@@ -407,22 +407,8 @@ static void run_timeout(KubeClient *c) {
         dispatch(c);
 }
 
-static int on_curl_timer(CURLM *multi, long timeout_ms, void *userdata);
-
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        KubeClient *c = userdata;
-        int enabled = SD_EVENT_OFF;
-        long ms;
-
-        run_timeout(c);
-        /* curl announces its next deadline after every run for a timeout,
-         * early ones included (it forgets the one it announced last). Should
-         * a run end without one, while curl still has a deadline, ask for
-         * it, rather than wait for another event. */
-        if (sd_event_source_get_enabled(c->timer, &enabled) >= 0 && enabled == SD_EVENT_OFF &&
-            sd_event_source_get_enabled(c->now, &enabled) >= 0 && enabled == SD_EVENT_OFF &&
-            curl_multi_timeout(c->multi, &ms) == CURLM_OK && ms >= 0)
-                (void) on_curl_timer(c->multi, ms, c);
+        run_timeout(userdata);
         return 0;
 }
 
