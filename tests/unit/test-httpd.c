@@ -1705,6 +1705,30 @@ static int listener(int family, uint16_t *ret_port) {
         return fd;
 }
 
+/* An IPv4 socket bound to every address at *port (0: one the kernel picks,
+ * written back) and never listening: while it is open no other process can
+ * take the port for IPv4, and a connection to it is refused. A port closed
+ * after use would not do: another test running beside this one can be given
+ * it. -EADDRINUSE where a socket has the port already. */
+static int hold_port4(uint16_t *port) {
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(*port)};
+        socklen_t len = sizeof a;
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (fd < 0)
+                return negative_errno();
+        a.sin_addr.s_addr = htonl(INADDR_ANY);
+        if (bind(fd, (struct sockaddr *) &a, len) < 0) {
+                int r = negative_errno();
+
+                (void) close(fd);
+                return r;
+        }
+        assert_int_equal(getsockname(fd, (struct sockaddr *) &a, &len), 0);
+        *port = ntohs(a.sin_port);
+        return fd;
+}
+
 static void test_port_in_use(void **state) {
         _cleanup_free_ char *error = NULL, *error_any = NULL, *error_na = NULL, *want = NULL;
         _cleanup_close_ int fd = -EBADF, fd6 = -EBADF;
@@ -1780,6 +1804,7 @@ static bool have_ipv6_loopback(void) {
 static void test_port_zero(void **state) {
         bool v6 = have_ipv6_loopback();
         _cleanup_free_ char *error = NULL;
+        _cleanup_close_ int fd4 = -EBADF;
         char want[64];
         Server s = {};
         FamilyRun run = {};
@@ -1810,8 +1835,20 @@ static void test_port_zero(void **state) {
                 fprintf(stderr, "note: no IPv6 loopback here: the IPv6-only cases were not run\n");
                 return;
         }
-        /* an explicit IPv6 address is that family only */
-        assert_int_equal(server_start_at(&s, "[::]:0", NULL, false, &error), 0);
+        /* An explicit IPv6 address is that family only. The port the kernel
+         * gives an IPv6-only socket can be one an IPv4 server beside this test
+         * listens on, so the test holds the IPv4 side of the port (a new
+         * server where it cannot): the IPv4 connection then meets nobody's
+         * server, and must be refused. */
+        for (unsigned tries = 0;; tries++) {
+                assert_int_equal(server_start_at(&s, "[::]:0", NULL, false, &error), 0);
+                fd4 = hold_port4(&s.port);
+                if (fd4 >= 0)
+                        break;
+                assert_int_equal(fd4, -EADDRINUSE);
+                assert_true(tries < 16);
+                s.httpd = httpd_free(s.httpd);
+        }
         run = (FamilyRun){.port = s.port, .v6 = true};
         serve_while(&s, family_run, &run);
         assert_int_equal(run.via4, -ECONNREFUSED);
@@ -1853,7 +1890,7 @@ static void test_check_server(void **state) {
         CheckRun c[5] = {};
         uint16_t free_port;
         Server s = {};
-        int fd;
+        _cleanup_close_ int fd = -EBADF;
 
         s.report = sample_drifted();
         server_start(&s, NULL);
@@ -1885,9 +1922,10 @@ static void test_check_server(void **state) {
         expect_verdict(&c[3], false, "not ready: the first evaluation has not completed yet");
         server_stop(&s);
 
-        /* nothing listening */
-        fd = listener(AF_INET, &free_port);
-        (void) close(fd);
+        /* nothing listening: the port is held, never listened on */
+        free_port = 0;
+        fd = hold_port4(&free_port);
+        assert_true(fd >= 0);
         (void) snprintf(c[4].listen, sizeof c[4].listen, "0.0.0.0:%u", (unsigned) free_port);
         check_job(&c[4]);
         assert_true(asprintf(&want, "not ready: cannot connect to 127.0.0.1:%u: Connection refused",
